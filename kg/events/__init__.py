@@ -1,0 +1,22 @@
+"""The write side: domain events, the append-only hash-chained store, hashing."""
+
+from kg.events.base import DomainEvent, build_event, decode_event, upcaster
+from kg.events.envelope import AppendResult, EventMetadata, PendingEvent, RecordedEvent
+from kg.events.knowledge import EdgeAsserted, EdgeRetracted, NodeAsserted, NodeRetired
+from kg.events.store import EventStore
+
+__all__ = [
+    "AppendResult",
+    "DomainEvent",
+    "EdgeAsserted",
+    "EdgeRetracted",
+    "EventMetadata",
+    "EventStore",
+    "NodeAsserted",
+    "NodeRetired",
+    "PendingEvent",
+    "RecordedEvent",
+    "build_event",
+    "decode_event",
+    "upcaster",
+]

@@ -1,0 +1,71 @@
+"""Runtime settings, read from the environment once per process.
+
+``KG_DATABASE_URL`` selects an external PostgreSQL; without it the embedded server in the
+project's ``.kg/`` folder is used. ``KG_TENANT`` and ``KG_PROJECT`` fix the scope every read and
+write runs in: they are configuration, never a free-form argument an agent could change.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from kg.errors import ConfigurationError
+
+_SCOPE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def check_scope_id(kind: str, value: str) -> str:
+    """Return ``value`` if it is a valid tenant or project id, else raise a clear error."""
+    if not _SCOPE_ID.match(value):
+        raise ConfigurationError(
+            f"{kind} id {value!r} is not valid: use 1-64 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The tenant and project every event and projected row belongs to."""
+
+    tenant_id: str
+    project_id: str
+
+    def __post_init__(self) -> None:
+        check_scope_id("tenant", self.tenant_id)
+        check_scope_id("project", self.project_id)
+
+
+def find_project_root(start: Path | None = None) -> Path:
+    """The nearest ancestor holding ``.kg/`` or ``.git/``; the start folder when none does."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / ".kg").is_dir() or (folder / ".git").exists():
+            return folder
+    return here
+
+
+@dataclass(frozen=True)
+class Settings:
+    database_url: str | None
+    scope: Scope
+    project_root: Path
+
+    @property
+    def state_dir(self) -> Path:
+        """Project-local folder for the embedded database, logs and sync state."""
+        return self.project_root / ".kg"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, cwd: Path | None = None) -> Settings:
+        env = os.environ if env is None else env
+        root = Path(env["KG_PROJECT_ROOT"]) if env.get("KG_PROJECT_ROOT") else None
+        return cls(
+            database_url=env.get("KG_DATABASE_URL") or None,
+            scope=Scope(env.get("KG_TENANT", "default"), env.get("KG_PROJECT", "default")),
+            project_root=(root or find_project_root(cwd)).resolve(),
+        )

@@ -1,0 +1,73 @@
+"""Connections: resolve which database to use and open asyncpg pools with actionable errors.
+
+Two kinds of pool exist on purpose:
+
+* the *application* pool runs as the ``kg_app`` role: it may only SELECT and INSERT on
+  ``kg_events``, and row-level security limits every read to the tenant set per transaction;
+* the *system* pool runs as the connecting user and is used by migrations, the projection
+  runner (which reads the whole log across tenants) and the audit.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import asyncpg
+
+from kg.config import Settings
+from kg.db.urls import asyncpg_url, redact
+from kg.errors import DatabaseUnavailableError
+
+APP_ROLE = "kg_app"
+
+
+def resolve_database_url(settings: Settings, *, keep_running: bool = False) -> str:
+    """``KG_DATABASE_URL`` when set, else the URL of the project's embedded server (started)."""
+    if settings.database_url:
+        return settings.database_url
+    from kg.db.embedded import start_embedded
+
+    return start_embedded(settings.state_dir, keep_running=keep_running)
+
+
+def describe_database(settings: Settings, url: str) -> str:
+    """A one-line, password-free description of the database in use."""
+    if settings.database_url:
+        return f"external PostgreSQL at {redact(url)} (KG_DATABASE_URL)"
+    return f"embedded PostgreSQL in {settings.state_dir / 'pgdata'} ({redact(url)})"
+
+
+async def _init_connection(conn: asyncpg.Connection) -> None:
+    await conn.set_type_codec("jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
+
+
+async def create_pool(
+    url: str, *, app_role: bool = True, min_size: int = 1, max_size: int = 10, **kwargs: Any
+) -> asyncpg.Pool:
+    """Open a pool; ``app_role`` switches every connection to the restricted ``kg_app`` role."""
+    settings: dict[str, str] = {"application_name": "kg"}
+    if app_role:
+        settings["role"] = APP_ROLE
+    try:
+        pool = await asyncpg.create_pool(
+            asyncpg_url(url),
+            min_size=min_size,
+            max_size=max_size,
+            server_settings=settings,
+            init=_init_connection,
+            **kwargs,
+        )
+    except asyncpg.InvalidParameterValueError as exc:
+        raise DatabaseUnavailableError(
+            f"the database at {redact(url)} has no role {APP_ROLE!r} ({exc}). "
+            "Run `kg db upgrade` to create the schema and its roles."
+        ) from exc
+    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        raise DatabaseUnavailableError(
+            f"cannot connect to {redact(url)}: {exc}. Check that the server is running and the "
+            "URL, user and password are right; or unset KG_DATABASE_URL to use the embedded "
+            "database in the project's .kg/ folder."
+        ) from exc
+    assert pool is not None
+    return pool

@@ -1,0 +1,60 @@
+"""The product's exceptions: a small hierarchy whose messages tell the user what to do.
+
+Every error a user or an agent can cause derives from :class:`KgError`. The CLI and the MCP
+server print ``str(error)`` as is, so each message names the offending thing and the fix.
+"""
+
+from __future__ import annotations
+
+
+class KgError(Exception):
+    """Base of every error the product raises on purpose."""
+
+
+class ConfigurationError(KgError):
+    """A setting (environment variable, config file, option) is missing or malformed."""
+
+
+class DatabaseUnavailableError(KgError):
+    """The database cannot be reached or is not at the expected schema revision."""
+
+
+class SchemaNotReadyError(DatabaseUnavailableError):
+    """The database is reachable but its schema is not at head: run ``kg db upgrade``."""
+
+
+class ValidationError(KgError):
+    """Input failed validation; the message names the field and the reason."""
+
+
+class ConcurrencyConflictError(KgError):
+    """An append carried an expected stream version that no longer holds."""
+
+    def __init__(self, stream_id: str, expected: int, actual: int) -> None:
+        self.stream_id = stream_id
+        self.expected = expected
+        self.actual = actual
+        super().__init__(
+            f"stream {stream_id!r} is at version {actual}, but the append expected version "
+            f"{expected}; nothing was written. Re-read the stream and retry the command."
+        )
+
+
+class IdempotencyKeyReusedError(KgError):
+    """An idempotency key was reused for a different command."""
+
+
+class NotFoundError(KgError):
+    """A named entity (node, stream, context graph, decision) does not exist in this scope."""
+
+
+class PolicyDeniedError(KgError):
+    """A policy forbids the request. The message never names or describes denied content."""
+
+
+class EmbeddingError(KgError):
+    """An embedding provider failed or was configured inconsistently."""
+
+
+class IntegrityError(KgError):
+    """The audit trail failed verification (hash chain broken, projection digest differs)."""

@@ -1,0 +1,77 @@
+"""What goes into the store and what comes out of it, around the domain event itself."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kg.events.base import DomainEvent, decode_event
+
+
+class EventMetadata(BaseModel):
+    """Who and what caused an event. ``source`` is provenance, e.g. ``org.db/decisions#42``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    actor: str = Field(default="system", min_length=1, max_length=200)
+    session_id: str | None = None
+    tool_call_id: str | None = None
+    correlation_id: str | None = None
+    causation_id: str | None = None
+    source: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+@dataclass(frozen=True)
+class PendingEvent:
+    """An event to append with metadata of its own (overrides the append's default metadata)."""
+
+    event: DomainEvent
+    metadata: EventMetadata
+
+
+@dataclass(frozen=True)
+class RecordedEvent:
+    """An event as stored: its place in the log, its stream, and its hash-chain links."""
+
+    position: int
+    event_id: str
+    tenant_id: str
+    project_id: str
+    stream_id: str
+    stream_version: int
+    event_type: str
+    schema_version: int
+    payload: dict[str, Any]
+    metadata: dict[str, Any]
+    recorded_at: datetime
+    idempotency_key: str | None
+    prev_hash: str
+    hash: str
+
+    def decode(self) -> DomainEvent:
+        """The domain event, upcast to the current schema version."""
+        return decode_event(self.event_type, self.schema_version, self.payload)
+
+    @property
+    def actor(self) -> str:
+        return str(self.metadata.get("actor", "system"))
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    """Where an append landed. ``duplicate`` is true when an idempotency key matched an earlier
+    append: nothing new was written and the positions are the original ones."""
+
+    stream_id: str
+    first_position: int
+    last_position: int
+    from_version: int
+    to_version: int
+    event_ids: tuple[str, ...]
+    duplicate: bool = False

@@ -1,0 +1,111 @@
+"""Knowledge events: nodes and edges of the graph asserted, changed, retired and retracted.
+
+Node ids are ``{type}:{id}`` as in ADR-151 (``decision:42``, ``section:docs/prd.md#goals``).
+The ADR-151 node and edge types are known; other types are accepted when they match the name
+pattern, so the set stays open.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, Field
+
+from kg.events.base import DomainEvent
+
+NODE_TYPES = frozenset(
+    "Decision ErrorSolution SkillLearning Component Session File Function Track ADR Policy "
+    "AuditEvent User Project Document Section Requirement".split()
+)
+EDGE_TYPES = frozenset(
+    "INVOKES PRODUCES SOLVES BELONGS_TO DEFINES REFERENCES SIMILAR_TO CALLS USES GOVERNED_BY "
+    "RECORDED_IN CREATED_BY CONTAINS PARENT_OF SUPERSEDES INFORMED_BY".split()
+)
+
+_NODE_ID = re.compile(r"^[a-z][a-z0-9_]{0,39}:[^\x00-\x1f]{1,1000}$")
+_NODE_TYPE = re.compile(r"^[A-Z][A-Za-z0-9]{0,63}$")
+_EDGE_TYPE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
+
+
+def _node_id(value: str) -> str:
+    if not _NODE_ID.match(value):
+        raise ValueError(
+            f"node id {value[:80]!r} must look like 'type:id' (lowercase type prefix, e.g. "
+            "'decision:42' or 'section:docs/prd.md#goals')"
+        )
+    return value
+
+
+def _node_type(value: str) -> str:
+    if not _NODE_TYPE.match(value):
+        raise ValueError(
+            f"node type {value[:80]!r} must be CamelCase letters and digits (e.g. 'Decision')"
+        )
+    return value
+
+
+def _edge_type(value: str) -> str:
+    if not _EDGE_TYPE.match(value):
+        raise ValueError(
+            f"edge type {value[:80]!r} must be UPPER_SNAKE_CASE (e.g. 'REFERENCES')"
+        )
+    return value
+
+
+NodeId = Annotated[str, AfterValidator(_node_id)]
+NodeType = Annotated[str, AfterValidator(_node_type)]
+EdgeType = Annotated[str, AfterValidator(_edge_type)]
+
+
+def edge_id(edge_type: str, from_node: str, to_node: str) -> str:
+    """Edges are identified by their type and ends: asserting the same edge again updates it."""
+    return f"{from_node}|{edge_type}|{to_node}"
+
+
+class NodeAsserted(DomainEvent):
+    """A node exists with exactly this state (created, or changed: the full new state)."""
+
+    event_type = "NodeAsserted"
+
+    node_id: NodeId
+    node_type: NodeType
+    name: str = Field(max_length=1000)
+    content: str = Field(default="", max_length=2_000_000)
+    properties: dict[str, Any] = Field(default_factory=dict)
+    labels: tuple[str, ...] = ()
+
+
+class NodeRetired(DomainEvent):
+    """A node no longer exists; its edges go with it. The log keeps its history."""
+
+    event_type = "NodeRetired"
+
+    node_id: NodeId
+    reason: str = ""
+
+
+class EdgeAsserted(DomainEvent):
+    event_type = "EdgeAsserted"
+
+    edge_type: EdgeType
+    from_node: NodeId
+    to_node: NodeId
+    weight: float = Field(default=1.0, ge=0.0, le=1000.0)
+    properties: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def edge_id(self) -> str:
+        return edge_id(self.edge_type, self.from_node, self.to_node)
+
+
+class EdgeRetracted(DomainEvent):
+    event_type = "EdgeRetracted"
+
+    edge_type: EdgeType
+    from_node: NodeId
+    to_node: NodeId
+
+    @property
+    def edge_id(self) -> str:
+        return edge_id(self.edge_type, self.from_node, self.to_node)

