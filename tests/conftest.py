@@ -8,6 +8,7 @@ copy (``CREATE DATABASE ... TEMPLATE``), which takes tens of milliseconds.
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -25,7 +26,7 @@ TEMPLATE = "kg_test_template"
 
 
 @pytest.fixture(scope="session")
-def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def server_url() -> Iterator[str]:
     """URL of a maintenance database on the test server."""
     external = os.environ.get("KG_DATABASE_URL")
     if external:
@@ -33,8 +34,10 @@ def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         return
     from kg.db.embedded import start_embedded
 
-    state = tmp_path_factory.mktemp("embedded")
-    yield start_embedded(Path(state), database="postgres")
+    # Not under pytest's basetemp: a concurrent pytest run prunes old basetemps, and with them
+    # a live data folder.
+    state = Path(tempfile.mkdtemp(prefix="kg-test-pg-"))
+    yield start_embedded(state, database="postgres", delete_on_exit=True)
 
 
 def _admin(url: str, sql: str) -> None:

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import asyncpg
 
 from kg.events.envelope import RecordedEvent
-from kg.events.hashing import GENESIS_HASH, chain_hash, hashed_fields
-from kg.events.store import EVENT_COLUMNS, record_from_row
+from kg.events.hashing import GENESIS_HASH, canonical_event, canonical_json, chain_hash
+from kg.events.store import SELECT_EVENT, record_from_row
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class VerifyReport:
 def recompute_hash(event: RecordedEvent) -> str:
     return chain_hash(
         event.prev_hash,
-        hashed_fields(
+        canonical_event(
             position=event.position,
             event_id=event.event_id,
             tenant_id=event.tenant_id,
@@ -41,8 +41,8 @@ def recompute_hash(event: RecordedEvent) -> str:
             stream_version=event.stream_version,
             event_type=event.event_type,
             schema_version=event.schema_version,
-            payload=event.payload,
-            metadata=event.metadata,
+            payload_json=canonical_json(event.payload),
+            metadata_json=canonical_json(event.metadata),
             recorded_at=event.recorded_at,
             idempotency_key=event.idempotency_key,
         ),
@@ -62,7 +62,7 @@ async def verify_tenant(pool: asyncpg.Pool, tenant_id: str, *, batch: int = 5000
             "SELECT position, hash FROM kg_chain_heads WHERE tenant_id = $1", tenant_id
         )
         cursor = conn.cursor(
-            f"SELECT {EVENT_COLUMNS} FROM kg_events WHERE tenant_id = $1 ORDER BY tenant_id, position",
+            f"SELECT {SELECT_EVENT} FROM kg_events WHERE tenant_id = $1 ORDER BY tenant_id, position",
             tenant_id,
             prefetch=batch,
         )

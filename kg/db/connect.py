@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 import asyncpg
+import orjson
 
 from kg.config import Settings
 from kg.db.urls import asyncpg_url, redact
@@ -38,8 +39,26 @@ def describe_database(settings: Settings, url: str) -> str:
     return f"embedded PostgreSQL in {settings.state_dir / 'pgdata'} ({redact(url)})"
 
 
+def unreachable(url: str, exc: BaseException) -> DatabaseUnavailableError:
+    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return DatabaseUnavailableError(
+        f"cannot connect to {redact(url)}: {reason}. Check that the server is running and the "
+        "URL, user and password are right; or unset KG_DATABASE_URL to use the embedded "
+        "database in the project's .kg/ folder."
+    )
+
+
+def _loads(text: str) -> Any:
+    """orjson is several times faster on the read path; the stdlib handles what it refuses
+    (integers beyond 64 bits)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
 async def _init_connection(conn: asyncpg.Connection) -> None:
-    await conn.set_type_codec("jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
+    await conn.set_type_codec("jsonb", encoder=json.dumps, decoder=_loads, schema="pg_catalog")
 
 
 async def create_pool(
@@ -64,10 +83,6 @@ async def create_pool(
             "Run `kg db upgrade` to create the schema and its roles."
         ) from exc
     except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-        raise DatabaseUnavailableError(
-            f"cannot connect to {redact(url)}: {exc}. Check that the server is running and the "
-            "URL, user and password are right; or unset KG_DATABASE_URL to use the embedded "
-            "database in the project's .kg/ folder."
-        ) from exc
+        raise unreachable(url, exc) from exc
     assert pool is not None
     return pool

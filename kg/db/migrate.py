@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import create_engine, pool
+from sqlalchemy import create_engine, exc, pool
 
 import migrations
 
@@ -24,12 +26,25 @@ def alembic_config(url: str) -> Config:
     return cfg
 
 
+@contextmanager
+def _reachable(url: str) -> Iterator[None]:
+    """Turn a driver's connection failure into an actionable, password-free error."""
+    try:
+        yield
+    except exc.OperationalError as error:
+        from kg.db.connect import unreachable
+
+        raise unreachable(url, error.orig or error) from None
+
+
 def upgrade(url: str, revision: str = "head") -> None:
-    command.upgrade(alembic_config(url), revision)
+    with _reachable(url):
+        command.upgrade(alembic_config(url), revision)
 
 
 def downgrade(url: str, revision: str = "base") -> None:
-    command.downgrade(alembic_config(url), revision)
+    with _reachable(url):
+        command.downgrade(alembic_config(url), revision)
 
 
 def head_revision() -> str:
@@ -41,7 +56,7 @@ def head_revision() -> str:
 def current_revision(url: str) -> str | None:
     engine = create_engine(sqlalchemy_url(url), poolclass=pool.NullPool)
     try:
-        with engine.connect() as conn:
+        with _reachable(url), engine.connect() as conn:
             return MigrationContext.configure(conn).get_current_revision()
     finally:
         engine.dispose()

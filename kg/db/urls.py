@@ -8,7 +8,7 @@ from urllib.parse import urlsplit, urlunsplit
 def redact(url: str) -> str:
     """The URL with its password replaced by ``***`` (safe to print and log)."""
     parts = urlsplit(url)
-    if parts.password is None:
+    if not parts.password:
         return url
     netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
     return urlunsplit(parts._replace(netloc=netloc))

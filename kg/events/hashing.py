@@ -20,7 +20,7 @@ def format_time(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def hashed_fields(
+def canonical_event(
     *,
     position: int,
     event_id: str,
@@ -30,30 +30,32 @@ def hashed_fields(
     stream_version: int,
     event_type: str,
     schema_version: int,
-    payload: Any,
-    metadata: Any,
+    payload_json: str,
+    metadata_json: str,
     recorded_at: datetime,
     idempotency_key: str | None,
-) -> dict[str, Any]:
-    """Every stored column except the hashes themselves: editing any of them breaks the chain."""
-    return {
-        "position": position,
-        "event_id": event_id,
-        "tenant_id": tenant_id,
-        "project_id": project_id,
-        "stream_id": stream_id,
-        "stream_version": stream_version,
-        "event_type": event_type,
-        "schema_version": schema_version,
-        "payload": payload,
-        "metadata": metadata,
-        "recorded_at": format_time(recorded_at),
-        "idempotency_key": idempotency_key,
-    }
+) -> str:
+    """``canonical_json`` of the stored event: every column except the hashes themselves, so
+    editing any of them breaks the chain.
+
+    ``payload_json`` and ``metadata_json`` must already be canonical; splicing them in (keys in
+    sorted order) gives the same text as serialising the whole dict, without serialising the
+    payload a second time on the append hot path.
+    """
+    dump = _dump
+    return (
+        f'{{"event_id":{dump(event_id)},"event_type":{dump(event_type)},'
+        f'"idempotency_key":{dump(idempotency_key)},"metadata":{metadata_json},'
+        f'"payload":{payload_json},"position":{position},"project_id":{dump(project_id)},'
+        f'"recorded_at":"{format_time(recorded_at)}","schema_version":{schema_version},'
+        f'"stream_id":{dump(stream_id)},"stream_version":{stream_version},'
+        f'"tenant_id":{dump(tenant_id)}}}'
+    )
 
 
-def chain_hash(prev_hash: str, fields: dict[str, Any]) -> str:
-    digest = hashlib.sha256()
-    digest.update(prev_hash.encode("ascii"))
-    digest.update(canonical_json(fields).encode("utf-8"))
-    return digest.hexdigest()
+def _dump(value: str | None) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def chain_hash(prev_hash: str, canonical: str) -> str:
+    return hashlib.sha256(prev_hash.encode("ascii") + canonical.encode("utf-8")).hexdigest()

@@ -145,3 +145,20 @@ async def test_events_decode_with_their_current_class(store: EventStore, scope: 
     await store.append(scope, "s", [NodeRetired(node_id="document:a.md", reason="deleted")])
     (event,) = await store.read_all(0, scope=scope)
     assert event.decode() == NodeRetired(node_id="document:a.md", reason="deleted")
+
+
+def test_spliced_canonical_event_equals_canonical_json_of_the_whole_event() -> None:
+    from datetime import UTC, datetime
+
+    from kg.events.hashing import canonical_event, canonical_json
+
+    payload = {"b": [1, 2.5, "é"], "a": {"z": None, "y": True}}
+    meta = {"actor": "alice", "source": "org.db/decisions#1"}
+    moment = datetime(2026, 11, 22, 12, 0, 0, 123456, tzinfo=UTC)
+    fields = dict(position=7, event_id="e", tenant_id="t", project_id="p", stream_id="s",
+                  stream_version=2, event_type="X", schema_version=1, idempotency_key=None)
+    spliced = canonical_event(**fields, payload_json=canonical_json(payload),  # type: ignore[arg-type]
+                              metadata_json=canonical_json(meta), recorded_at=moment)
+    whole = canonical_json({**fields, "payload": payload, "metadata": meta,
+                            "recorded_at": "2026-11-22T12:00:00.123456Z"})
+    assert spliced == whole

@@ -1,0 +1,3 @@
+from kg.cli.main import app
+
+app(prog_name="kg")

@@ -1,0 +1,34 @@
+"""Shared CLI plumbing: run a coroutine, turn KgError into a clear message and exit code 1."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import typer
+from rich.console import Console
+
+from kg.errors import KgError
+
+T = TypeVar("T")
+console = Console(highlight=False, soft_wrap=True)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def run(make: Callable[[], Awaitable[T]]) -> T:
+    """Run an async command; a :class:`KgError` becomes ``error: ...`` on stderr and exit 1."""
+
+    async def wrapped() -> T:
+        return await make()
+
+    try:
+        return asyncio.run(wrapped())
+    except KgError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}")
+        raise typer.Exit(1) from None
+
+
+def fail(message: str, code: int = 1) -> None:
+    err_console.print(f"[bold red]error:[/] {message}")
+    raise typer.Exit(code)

@@ -1,0 +1,74 @@
+"""``kg init``, ``kg db upgrade|downgrade`` and ``kg status``."""
+
+from __future__ import annotations
+
+import typer
+
+from kg.cli.common import console, run
+from kg.config import Settings
+from kg.db import migrate
+from kg.db.connect import describe_database, resolve_database_url
+from kg.runtime import open_runtime
+
+db_app = typer.Typer(help="Database schema (Alembic migrations).", no_args_is_help=True)
+
+
+def _migrate(revision: str, down: bool = False) -> str:
+    settings = Settings.from_env()
+
+    async def go() -> str:
+        url = resolve_database_url(settings)
+        if down:
+            migrate.downgrade(url, revision)
+        else:
+            migrate.upgrade(url, revision)
+        return describe_database(settings, url)
+
+    return run(go)
+
+
+@db_app.command("upgrade")
+def upgrade(revision: str = typer.Argument("head", help="Target revision.")) -> None:
+    """Bring the database schema to REVISION (default: head)."""
+    where = _migrate(revision)
+    console.print(f"schema at {revision} on {where}")
+
+
+@db_app.command("downgrade")
+def downgrade(
+    revision: str = typer.Argument("base", help="Target revision."),
+    yes: bool = typer.Option(False, "--yes", help="Confirm: downgrading to base drops every table."),
+) -> None:
+    """Take the schema back to REVISION (default: base, which drops all kg tables)."""
+    if not yes:
+        console.print("refusing to downgrade without --yes: it drops tables and their data")
+        raise typer.Exit(2)
+    where = _migrate(revision, down=True)
+    console.print(f"schema at {revision} on {where}")
+
+
+def init() -> None:
+    """Create the project's database (embedded unless KG_DATABASE_URL is set) and migrate it."""
+    where = _migrate("head")
+    console.print(f"initialised: {where}, schema at {migrate.head_revision()}")
+
+
+def status() -> None:
+    """Which database is in use, its schema revision, the event count and the last position."""
+
+    async def go() -> None:
+        async with open_runtime() as rt:
+            scope = rt.scope
+            total = await rt.system_store.count()
+            mine = await rt.store.count(scope)
+            last = await rt.system_store.last_position()
+            console.print(f"database:      {rt.describe()}")
+            console.print(f"schema:        {migrate.current_revision(rt.url)} (head)")
+            console.print(f"scope:         tenant {scope.tenant_id}, project {scope.project_id}")
+            console.print(f"events:        {total} in the log, {mine} in this project")
+            console.print(f"last position: {last}")
+            from kg.cli.status_extras import print_extras
+
+            await print_extras(rt)
+
+    run(go)

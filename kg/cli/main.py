@@ -1,0 +1,21 @@
+"""The ``kg`` command line: a thin shell over the application functions."""
+
+from __future__ import annotations
+
+import typer
+
+from kg.cli import db
+from kg.cli.audit import audit_app
+from kg.cli.demo import demo
+
+app = typer.Typer(
+    help="Event-sourced knowledge graph: context graphs for coding agents, an audit trail for reviewers.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+    pretty_exceptions_short=True,
+)
+app.command("init")(db.init)
+app.command("status")(db.status)
+app.command("demo")(demo)
+app.add_typer(db.db_app, name="db")
+app.add_typer(audit_app, name="audit")

@@ -1,0 +1,75 @@
+"""The application context shared by the CLI, the MCP server and the benchmarks.
+
+``open_runtime`` resolves the database (starting the embedded one if needed), checks the schema
+revision and opens the two pools. Everything user-facing is built on this one object, so the CLI
+and the MCP tools are thin shells over the same functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import asyncpg
+
+from kg.config import Scope, Settings
+from kg.db import migrate
+from kg.db.connect import create_pool, describe_database, resolve_database_url
+from kg.db.urls import redact
+from kg.errors import SchemaNotReadyError
+from kg.events import EventStore
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    url: str
+    app_pool: asyncpg.Pool
+    system_pool: asyncpg.Pool
+
+    @property
+    def scope(self) -> Scope:
+        return self.settings.scope
+
+    @property
+    def store(self) -> EventStore:
+        """The store on the restricted application role (RLS on)."""
+        return EventStore(self.app_pool)
+
+    @property
+    def system_store(self) -> EventStore:
+        """The store across tenants, for projections and the audit."""
+        return EventStore(self.system_pool)
+
+    def describe(self) -> str:
+        return describe_database(self.settings, self.url)
+
+
+def check_schema(url: str) -> str:
+    current = migrate.current_revision(url)
+    head = migrate.head_revision()
+    if current != head:
+        raise SchemaNotReadyError(
+            f"the database at {redact(url)} is at schema revision {current or 'none'}, this kg "
+            f"needs {head}: run `kg db upgrade` (or `kg init` for a new database)"
+        )
+    return current
+
+
+@asynccontextmanager
+async def open_runtime(
+    settings: Settings | None = None, *, url: str | None = None, max_size: int = 10
+) -> AsyncIterator[Runtime]:
+    settings = settings or Settings.from_env()
+    url = url or resolve_database_url(settings)
+    check_schema(url)
+    app_pool = await create_pool(url, app_role=True, max_size=max_size)
+    try:
+        system_pool = await create_pool(url, app_role=False, max_size=max_size)
+        try:
+            yield Runtime(settings, url, app_pool, system_pool)
+        finally:
+            await system_pool.close()
+    finally:
+        await app_pool.close()

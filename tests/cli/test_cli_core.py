@@ -1,0 +1,81 @@
+"""The ``kg`` command as a user runs it: a real subprocess against a real database."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kg.config import Scope
+from kg.events import EventStore, NodeAsserted
+
+
+def kg(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kg.cli", *args],
+        env=env, cwd=cwd, capture_output=True, text=True, timeout=120,
+    )
+
+
+@pytest.fixture
+def env(db_url: str) -> dict[str, str]:
+    return {**os.environ, "KG_DATABASE_URL": db_url, "KG_TENANT": "acme", "KG_PROJECT": "webshop"}
+
+
+async def test_status_reports_database_revision_count_and_position(
+    env: dict[str, str], tmp_path: Path, store: EventStore, scope: Scope
+) -> None:
+    await store.append(scope, "s", [NodeAsserted(node_id="file:a", node_type="File", name="a")] * 3)
+    out = kg("status", env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "external PostgreSQL" in out.stdout
+    assert "schema:        0001" in out.stdout
+    assert "3 in this project" in out.stdout
+    assert "last position: 3" in out.stdout
+
+
+async def test_audit_verify_says_ok_then_names_the_tampered_position(
+    env: dict[str, str], tmp_path: Path, store: EventStore, scope: Scope, system_pool: object
+) -> None:
+    await store.append(scope, "s", [NodeAsserted(node_id=f"file:{i}", node_type="File", name="f") for i in range(5)])
+    ok = kg("audit", "verify", env=env, cwd=tmp_path)
+    assert ok.returncode == 0 and "ok, 5 events" in ok.stdout
+
+    async with system_pool.acquire() as conn, conn.transaction():  # type: ignore[attr-defined]
+        await conn.execute("SET LOCAL session_replication_role = replica")
+        await conn.execute("UPDATE kg_events SET payload = payload || '{\"name\": \"x\"}' WHERE position = 3")
+    broken = kg("audit", "verify", env=env, cwd=tmp_path)
+    assert broken.returncode == 1
+    assert "position 3" in broken.stderr
+
+
+def test_unreachable_database_names_the_url_without_password(tmp_path: Path) -> None:
+    env = {**os.environ, "KG_DATABASE_URL": "postgresql://bob:s3cret@127.0.0.1:1/nowhere"}
+    out = kg("status", env=env, cwd=tmp_path)
+    assert out.returncode == 1
+    assert "postgresql://bob:***@127.0.0.1:1/nowhere" in out.stderr
+    assert "s3cret" not in out.stderr + out.stdout
+    assert "Traceback" not in out.stderr
+
+
+def test_status_on_an_unmigrated_database_says_to_upgrade(empty_db_url: str, tmp_path: Path) -> None:
+    out = kg("status", env={**os.environ, "KG_DATABASE_URL": empty_db_url}, cwd=tmp_path)
+    assert out.returncode == 1
+    assert "kg db upgrade" in out.stderr
+
+
+def test_demo_runs_on_the_embedded_database_and_is_idempotent(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "KG_DATABASE_URL"}
+    (tmp_path / ".git").mkdir()  # makes tmp_path the project root
+    first = kg("demo", env=env, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert "embedded PostgreSQL in" in first.stdout and str(tmp_path / ".kg") in first.stdout
+    assert "audit verify: ok, 7 events" in first.stdout
+
+    second = kg("demo", env=env, cwd=tmp_path)
+    assert "already present" in second.stdout
+    assert "7 in the log" in second.stdout, "a rerun reuses the same data folder and appends nothing"
+    assert not (tmp_path / ".kg" / "pgdata" / "postmaster.pid").exists(), "server stopped on exit"
