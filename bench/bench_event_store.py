@@ -15,18 +15,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import fresh_database, machine, median, timed  # noqa: E402
+from common import fresh_database, machine, median, timed
 
-from kg.config import Scope  # noqa: E402
-from kg.db.connect import create_pool  # noqa: E402
-from kg.events import EventStore, NodeAsserted  # noqa: E402
-from kg.events.hashing import canonical_json  # noqa: E402
+from kg.config import Scope
+from kg.db.connect import create_pool
+from kg.events import EventStore, NodeAsserted
+from kg.events.hashing import canonical_json
 
 
 def batch(size: int, tag: str) -> list[NodeAsserted]:
     return [
         NodeAsserted(
-            node_id=f"section:docs/{tag}/{i}.md#intro", node_type="Section", name=f"Section {i}",
+            node_id=f"section:docs/{tag}/{i}.md#intro",
+            node_type="Section",
+            name=f"Section {i}",
             content="A paragraph of specification text, about two hundred characters long, "
             "describing what the component does and which decision it follows. " * 1,
             properties={"line": i, "level": 2},
@@ -71,7 +73,12 @@ async def nolock_rate(pool: object, writers: int, batch_size: int, total: int) -
         for _ in range(per_writer // batch_size):
             ids = [uuid.uuid4() for _ in payloads]
             await pool.execute(  # type: ignore[attr-defined]
-                NOLOCK_INSERT, ids, f"tenant{w % 4}", f"s{w}", list(range(1, batch_size + 1)), payloads
+                NOLOCK_INSERT,
+                ids,
+                f"tenant{w % 4}",
+                f"s{w}",
+                list(range(1, batch_size + 1)),
+                payloads,
             )
 
     seconds = await timed(lambda: asyncio.gather(*(write(w) for w in range(writers))))
@@ -106,15 +113,27 @@ async def main(runs: int) -> None:
         ("append, 1 writer, batches of 1,000", lambda: append_rate(store, 1, 1000, 50_000)),
         ("append, 8 writers, batches of 100", lambda: append_rate(store, 8, 100, 40_000)),
         ("append, 8 writers, batches of 10", lambda: append_rate(store, 8, 10, 8_000)),
-        ("without gapless lock: 8 writers, batches of 100", lambda: nolock_rate(system, 8, 100, 40_000)),
-        ("without gapless lock: 8 writers, batches of 10", lambda: nolock_rate(system, 8, 10, 8_000)),
+        (
+            "without gapless lock: 8 writers, batches of 100",
+            lambda: nolock_rate(system, 8, 100, 40_000),
+        ),
+        (
+            "without gapless lock: 8 writers, batches of 10",
+            lambda: nolock_rate(system, 8, 10, 8_000),
+        ),
     ]
     rows = []
     for name, case in cases:
         rates = [await case() for _ in range(runs)]
         rows.append((name, median(rates), rates))
     reads = [await read_rate(system_store) for _ in range(runs)]
-    rows.append((f"read all ({reads[0][0]:,} events, chunks of 5,000)", median([r for _, r in reads]), [r for _, r in reads]))
+    rows.append(
+        (
+            f"read all ({reads[0][0]:,} events, chunks of 5,000)",
+            median([r for _, r in reads]),
+            [r for _, r in reads],
+        )
+    )
     await app.close()
     await system.close()
 

@@ -25,8 +25,9 @@ def fresh_database() -> str:
     if not server:
         from kg.db.embedded import start_embedded
 
-        server = start_embedded(Path(tempfile.mkdtemp(prefix="kg-bench-pg-")), database="postgres",
-                                delete_on_exit=True)
+        server = start_embedded(
+            Path(tempfile.mkdtemp(prefix="kg-bench-pg-")), database="postgres", delete_on_exit=True
+        )
     name = f"kg_bench_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(asyncpg_url(server), autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
@@ -60,7 +61,11 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    mem = subprocess.run(["free", "-g"], capture_output=True, text=True).stdout.split("\n")[1].split()[1]
+    mem = (
+        subprocess.run(["free", "-g"], capture_output=True, text=True)
+        .stdout.split("\n")[1]
+        .split()[1]
+    )
     return (
         f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores ({cpu}), {mem} GiB, "
         f"Python {platform.python_version()}, {datetime.now(UTC):%Y-%m-%d}"

@@ -11,19 +11,31 @@ def demo_events() -> list[DomainEvent]:
     return [
         NodeAsserted(node_id="project:webshop", node_type="Project", name="Webshop"),
         NodeAsserted(
-            node_id="adr:0007", node_type="ADR", name="ADR-0007: payments go through the gateway",
-            content="All card payments are processed by the payment gateway; no card data is stored.",
+            node_id="adr:0007",
+            node_type="ADR",
+            name="ADR-0007: payments go through the gateway",
+            content="All card payments are processed by the payment gateway; "
+            "no card data is stored.",
         ),
         NodeAsserted(
-            node_id="policy:no-card-data", node_type="Policy", name="No card data in context",
-            content="Agents must never see raw card numbers.", properties={"effect": "redact"},
+            node_id="policy:no-card-data",
+            node_type="Policy",
+            name="No card data in context",
+            content="Agents must never see raw card numbers.",
+            properties={"effect": "redact"},
         ),
         NodeAsserted(
-            node_id="component:checkout", node_type="Component", name="checkout service",
+            node_id="component:checkout",
+            node_type="Component",
+            name="checkout service",
             content="Builds the order and hands payment to the gateway.",
         ),
-        EdgeAsserted(edge_type="BELONGS_TO", from_node="component:checkout", to_node="project:webshop"),
-        EdgeAsserted(edge_type="GOVERNED_BY", from_node="component:checkout", to_node="policy:no-card-data"),
+        EdgeAsserted(
+            edge_type="BELONGS_TO", from_node="component:checkout", to_node="project:webshop"
+        ),
+        EdgeAsserted(
+            edge_type="GOVERNED_BY", from_node="component:checkout", to_node="policy:no-card-data"
+        ),
         EdgeAsserted(edge_type="REFERENCES", from_node="component:checkout", to_node="adr:0007"),
     ]
 

@@ -62,7 +62,8 @@ async def verify_tenant(pool: asyncpg.Pool, tenant_id: str, *, batch: int = 5000
             "SELECT position, hash FROM kg_chain_heads WHERE tenant_id = $1", tenant_id
         )
         cursor = conn.cursor(
-            f"SELECT {SELECT_EVENT} FROM kg_events WHERE tenant_id = $1 ORDER BY tenant_id, position",
+            f"SELECT {SELECT_EVENT} FROM kg_events WHERE tenant_id = $1 "
+            "ORDER BY tenant_id, position",
             tenant_id,
             prefetch=batch,
         )
@@ -71,20 +72,26 @@ async def verify_tenant(pool: asyncpg.Pool, tenant_id: str, *, batch: int = 5000
             event = record_from_row(row)
             if event.prev_hash != prev:
                 return VerifyReport(
-                    tenant_id, count, event.position,
+                    tenant_id,
+                    count,
+                    event.position,
                     "its prev_hash does not link to the event before it: an earlier event was "
                     "removed, inserted or had its hash changed",
                 )
             if recompute_hash(event) != event.hash:
                 return VerifyReport(
-                    tenant_id, count, event.position,
+                    tenant_id,
+                    count,
+                    event.position,
                     "its content does not match its hash: the event was edited after it was "
                     "written",
                 )
             prev, last_position, count = event.hash, event.position, count + 1
         if head is not None and (head["position"], head["hash"]) != (last_position, prev):
             return VerifyReport(
-                tenant_id, count, None,
+                tenant_id,
+                count,
+                None,
                 f"the chain head records position {head['position']}, but the last event is at "
                 f"{last_position}: events at the end were removed",
             )

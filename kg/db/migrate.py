@@ -13,7 +13,6 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, exc, pool
 
 import migrations
-
 from kg.db.urls import sqlalchemy_url
 
 MIGRATIONS_DIR = Path(migrations.__file__).resolve().parent

@@ -45,7 +45,7 @@ class DomainEvent(BaseModel):
 
 
 def upcaster(event_type: str, from_version: int) -> Callable[[Upcaster], Upcaster]:
-    """Register ``fn`` to turn a ``from_version`` payload of ``event_type`` into the next version."""
+    """Register a function turning a ``from_version`` payload of ``event_type`` into the next."""
 
     def register(fn: Upcaster) -> Upcaster:
         _UPCASTERS[(event_type, from_version)] = fn

@@ -1,4 +1,7 @@
-"""Canonical JSON and the per-tenant hash chain: ``hash = sha256(prev_hash || canonical_json(event))``."""
+"""Canonical JSON and the per-tenant hash chain.
+
+``hash = sha256(prev_hash || canonical_json(event))``
+"""
 
 from __future__ import annotations
 
@@ -12,7 +15,9 @@ GENESIS_HASH = "0" * 64
 
 def canonical_json(value: Any) -> str:
     """Sorted keys, no whitespace, UTF-8 kept, NaN refused: the same bytes for the same value."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
 
 
 def format_time(moment: datetime) -> str:

@@ -15,12 +15,44 @@ from pydantic import AfterValidator, Field
 from kg.events.base import DomainEvent
 
 NODE_TYPES = frozenset(
-    "Decision ErrorSolution SkillLearning Component Session File Function Track ADR Policy "
-    "AuditEvent User Project Document Section Requirement".split()
+    {
+        "Decision",
+        "ErrorSolution",
+        "SkillLearning",
+        "Component",
+        "Session",
+        "File",
+        "Function",
+        "Track",
+        "ADR",
+        "Policy",
+        "AuditEvent",
+        "User",
+        "Project",
+        "Document",
+        "Section",
+        "Requirement",
+    }
 )
 EDGE_TYPES = frozenset(
-    "INVOKES PRODUCES SOLVES BELONGS_TO DEFINES REFERENCES SIMILAR_TO CALLS USES GOVERNED_BY "
-    "RECORDED_IN CREATED_BY CONTAINS PARENT_OF SUPERSEDES INFORMED_BY".split()
+    {
+        "INVOKES",
+        "PRODUCES",
+        "SOLVES",
+        "BELONGS_TO",
+        "DEFINES",
+        "REFERENCES",
+        "SIMILAR_TO",
+        "CALLS",
+        "USES",
+        "GOVERNED_BY",
+        "RECORDED_IN",
+        "CREATED_BY",
+        "CONTAINS",
+        "PARENT_OF",
+        "SUPERSEDES",
+        "INFORMED_BY",
+    }
 )
 
 _NODE_ID = re.compile(r"^[a-z][a-z0-9_]{0,39}:[^\x00-\x1f]{1,1000}$")
@@ -47,9 +79,7 @@ def _node_type(value: str) -> str:
 
 def _edge_type(value: str) -> str:
     if not _EDGE_TYPE.match(value):
-        raise ValueError(
-            f"edge type {value[:80]!r} must be UPPER_SNAKE_CASE (e.g. 'REFERENCES')"
-        )
+        raise ValueError(f"edge type {value[:80]!r} must be UPPER_SNAKE_CASE (e.g. 'REFERENCES')")
     return value
 
 

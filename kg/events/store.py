@@ -9,6 +9,7 @@ heads, commit. ``NOTIFY kg_events`` fires at commit to wake subscribers.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -153,7 +154,9 @@ class EventStore:
         prepared = []
         for item in events:
             event, meta = (
-                (item.event, item.metadata) if isinstance(item, PendingEvent) else (item, default_meta)
+                (item.event, item.metadata)
+                if isinstance(item, PendingEvent)
+                else (item, default_meta)
             )
             meta_text = meta_texts.get(id(meta))
             if meta_text is None:
@@ -178,7 +181,9 @@ class EventStore:
                     raise ConcurrencyConflictError(stream_id, expected_version, current)
 
                 prev = prev_hash or GENESIS_HASH
-                cols: dict[str, list[Any]] = {k: [] for k in ("p", "e", "v", "t", "s", "pl", "md", "ph", "h")}
+                cols: dict[str, list[Any]] = {
+                    k: [] for k in ("p", "e", "v", "t", "s", "pl", "md", "ph", "h")
+                }
                 for offset, (event, payload_text, meta_text) in enumerate(prepared, 1):
                     position, event_id = head + offset, str(uuid.uuid4())
                     digest = chain_hash(
@@ -200,8 +205,17 @@ class EventStore:
                     )
                     for key, value in zip(
                         cols,
-                        (position, event_id, current + offset, event.event_type,
-                         event.schema_version, payload_text, meta_text, prev, digest),
+                        (
+                            position,
+                            event_id,
+                            current + offset,
+                            event.event_type,
+                            event.schema_version,
+                            payload_text,
+                            meta_text,
+                            prev,
+                            digest,
+                        ),
                         strict=True,
                     ):
                         cols[key].append(value)
@@ -209,9 +223,22 @@ class EventStore:
                 last = head + len(prepared)
                 await conn.fetchrow(
                     _INSERT_BATCH,
-                    cols["p"], cols["e"], scope.tenant_id, scope.project_id, stream_id,
-                    recorded_at, idempotency_key, cols["v"], cols["t"], cols["s"], cols["pl"],
-                    cols["md"], cols["ph"], cols["h"], last, prev,
+                    cols["p"],
+                    cols["e"],
+                    scope.tenant_id,
+                    scope.project_id,
+                    stream_id,
+                    recorded_at,
+                    idempotency_key,
+                    cols["v"],
+                    cols["t"],
+                    cols["s"],
+                    cols["pl"],
+                    cols["md"],
+                    cols["ph"],
+                    cols["h"],
+                    last,
+                    prev,
                 )
         except asyncpg.UndefinedTableError as exc:
             raise SchemaNotReadyError(
@@ -237,15 +264,20 @@ class EventStore:
         async with self._pool.acquire() as conn, conn.transaction():
             if scope is None:
                 rows = await conn.fetch(
-                    f"SELECT {SELECT_EVENT} FROM kg_events WHERE position > $1 ORDER BY position LIMIT $2",
-                    after, limit,
+                    f"SELECT {SELECT_EVENT} FROM kg_events WHERE position > $1 "
+                    "ORDER BY position LIMIT $2",
+                    after,
+                    limit,
                 )
             else:
                 await _set_tenant(conn, scope)
                 rows = await conn.fetch(
-                    f"SELECT {SELECT_EVENT} FROM kg_events WHERE tenant_id = $1 AND project_id = $2 "
-                    "AND position > $3 ORDER BY tenant_id, position LIMIT $4",
-                    scope.tenant_id, scope.project_id, after, limit,
+                    f"SELECT {SELECT_EVENT} FROM kg_events WHERE tenant_id = $1 "
+                    "AND project_id = $2 AND position > $3 ORDER BY tenant_id, position LIMIT $4",
+                    scope.tenant_id,
+                    scope.project_id,
+                    after,
+                    limit,
                 )
         return [record_from_row(r) for r in rows]
 
@@ -257,7 +289,10 @@ class EventStore:
             rows = await conn.fetch(
                 f"SELECT {SELECT_EVENT} FROM kg_events WHERE tenant_id = $1 AND project_id = $2 "
                 "AND stream_id = $3 AND stream_version >= $4 ORDER BY stream_version",
-                scope.tenant_id, scope.project_id, stream_id, from_version,
+                scope.tenant_id,
+                scope.project_id,
+                stream_id,
+                from_version,
             )
         return [record_from_row(r) for r in rows]
 
@@ -270,7 +305,8 @@ class EventStore:
                 await _set_tenant(conn, scope)
                 value = await conn.fetchval(
                     "SELECT max(position) FROM kg_events WHERE tenant_id = $1 AND project_id = $2",
-                    scope.tenant_id, scope.project_id,
+                    scope.tenant_id,
+                    scope.project_id,
                 )
         return int(value or 0)
 
@@ -282,7 +318,8 @@ class EventStore:
             return int(
                 await conn.fetchval(
                     "SELECT count(*) FROM kg_events WHERE tenant_id = $1 AND project_id = $2",
-                    scope.tenant_id, scope.project_id,
+                    scope.tenant_id,
+                    scope.project_id,
                 )
             )
 
@@ -315,10 +352,8 @@ class EventStore:
                     position = batch[-1].position
                     yield batch
                     continue
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(wake.wait(), poll_interval)
-                except TimeoutError:
-                    pass
         finally:
             await listener.remove_listener(NOTIFY_CHANNEL, on_notify)
             await self._pool.release(listener)
@@ -329,9 +364,7 @@ async def _set_tenant(conn: asyncpg.Connection, scope: Scope) -> None:
     await conn.execute("SELECT set_config('kg.tenant_id', $1, true)", scope.tenant_id)
 
 
-def _duplicate_result(
-    stream_id: str, key: str, rows: Sequence[asyncpg.Record]
-) -> AppendResult:
+def _duplicate_result(stream_id: str, key: str, rows: Sequence[asyncpg.Record]) -> AppendResult:
     if rows[0]["stream_id"] != stream_id:
         raise IdempotencyKeyReusedError(
             f"idempotency key {key!r} was already used for stream {rows[0]['stream_id']!r}, not "
@@ -346,4 +379,3 @@ def _duplicate_result(
         event_ids=tuple(r["event_id"] for r in rows),
         duplicate=True,
     )
-

@@ -79,7 +79,8 @@ def upgrade() -> None:
         """
         CREATE FUNCTION kg_events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
-            RAISE EXCEPTION 'kg_events is append-only: % is not allowed; append a correcting event instead', TG_OP
+            RAISE EXCEPTION 'kg_events is append-only: % is not allowed; '
+                'append a correcting event instead', TG_OP
                 USING ERRCODE = 'insufficient_privilege';
         END $$;
         CREATE TRIGGER kg_events_no_update_delete BEFORE UPDATE OR DELETE ON kg_events

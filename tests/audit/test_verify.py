@@ -13,7 +13,12 @@ from kg.events import EventStore, NodeAsserted
 @pytest.fixture
 async def ten_events(store: EventStore, scope: Scope) -> None:
     events = [
-        NodeAsserted(node_id=f"document:{i}.md", node_type="Document", name=str(i), properties={"score": i / 3})
+        NodeAsserted(
+            node_id=f"document:{i}.md",
+            node_type="Document",
+            name=str(i),
+            properties={"score": i / 3},
+        )
         for i in range(10)
     ]
     await store.append(scope, "s", events)
@@ -37,7 +42,9 @@ async def test_edited_payload_is_found_at_its_position(
     ten_events: None, app_pool: asyncpg.Pool, system_pool: asyncpg.Pool
 ) -> None:
     await behind_the_triggers_back(
-        system_pool, "UPDATE kg_events SET payload = jsonb_set(payload, '{name}', '\"forged\"') WHERE position = 4"
+        system_pool,
+        "UPDATE kg_events SET payload = jsonb_set(payload, '{name}', '\"forged\"') "
+        "WHERE position = 4",
     )
     report = await verify_tenant(app_pool, "acme")
     assert not report.ok
@@ -50,7 +57,7 @@ async def test_edited_metadata_is_found(
     ten_events: None, app_pool: asyncpg.Pool, system_pool: asyncpg.Pool
 ) -> None:
     await behind_the_triggers_back(
-        system_pool, "UPDATE kg_events SET metadata = '{\"actor\": \"mallory\"}' WHERE position = 2"
+        system_pool, 'UPDATE kg_events SET metadata = \'{"actor": "mallory"}\' WHERE position = 2'
     )
     assert (await verify_tenant(app_pool, "acme")).broken_position == 2
 
@@ -76,5 +83,7 @@ async def test_removed_tail_is_found(
 async def test_rehashing_one_event_still_breaks_the_chain(
     ten_events: None, app_pool: asyncpg.Pool, system_pool: asyncpg.Pool
 ) -> None:
-    await behind_the_triggers_back(system_pool, "UPDATE kg_events SET hash = repeat('a', 64) WHERE position = 3")
+    await behind_the_triggers_back(
+        system_pool, "UPDATE kg_events SET hash = repeat('a', 64) WHERE position = 3"
+    )
     assert (await verify_tenant(app_pool, "acme")).broken_position == 3

@@ -16,7 +16,11 @@ from kg.events import EventStore, NodeAsserted
 def kg(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "kg.cli", *args],
-        env=env, cwd=cwd, capture_output=True, text=True, timeout=120,
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -40,13 +44,19 @@ async def test_status_reports_database_revision_count_and_position(
 async def test_audit_verify_says_ok_then_names_the_tampered_position(
     env: dict[str, str], tmp_path: Path, store: EventStore, scope: Scope, system_pool: object
 ) -> None:
-    await store.append(scope, "s", [NodeAsserted(node_id=f"file:{i}", node_type="File", name="f") for i in range(5)])
+    await store.append(
+        scope,
+        "s",
+        [NodeAsserted(node_id=f"file:{i}", node_type="File", name="f") for i in range(5)],
+    )
     ok = kg("audit", "verify", env=env, cwd=tmp_path)
     assert ok.returncode == 0 and "ok, 5 events" in ok.stdout
 
     async with system_pool.acquire() as conn, conn.transaction():  # type: ignore[attr-defined]
         await conn.execute("SET LOCAL session_replication_role = replica")
-        await conn.execute("UPDATE kg_events SET payload = payload || '{\"name\": \"x\"}' WHERE position = 3")
+        await conn.execute(
+            'UPDATE kg_events SET payload = payload || \'{"name": "x"}\' WHERE position = 3'
+        )
     broken = kg("audit", "verify", env=env, cwd=tmp_path)
     assert broken.returncode == 1
     assert "position 3" in broken.stderr
@@ -61,7 +71,9 @@ def test_unreachable_database_names_the_url_without_password(tmp_path: Path) -> 
     assert "Traceback" not in out.stderr
 
 
-def test_status_on_an_unmigrated_database_says_to_upgrade(empty_db_url: str, tmp_path: Path) -> None:
+def test_status_on_an_unmigrated_database_says_to_upgrade(
+    empty_db_url: str, tmp_path: Path
+) -> None:
     out = kg("status", env={**os.environ, "KG_DATABASE_URL": empty_db_url}, cwd=tmp_path)
     assert out.returncode == 1
     assert "kg db upgrade" in out.stderr
@@ -77,5 +89,7 @@ def test_demo_runs_on_the_embedded_database_and_is_idempotent(tmp_path: Path) ->
 
     second = kg("demo", env=env, cwd=tmp_path)
     assert "already present" in second.stdout
-    assert "7 in the log" in second.stdout, "a rerun reuses the same data folder and appends nothing"
+    assert "7 in the log" in second.stdout, (
+        "a rerun reuses the same data folder and appends nothing"
+    )
     assert not (tmp_path / ".kg" / "pgdata" / "postmaster.pid").exists(), "server stopped on exit"

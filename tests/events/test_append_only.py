@@ -11,7 +11,9 @@ from kg.events import EventStore, NodeAsserted
 
 @pytest.fixture
 async def one_event(store: EventStore, scope: Scope) -> None:
-    await store.append(scope, "s", [NodeAsserted(node_id="document:a", node_type="Document", name="a")])
+    await store.append(
+        scope, "s", [NodeAsserted(node_id="document:a", node_type="Document", name="a")]
+    )
 
 
 @pytest.mark.parametrize(

@@ -35,5 +35,7 @@ async def test_tailing_reader_sees_every_position_once_in_order(
     await asyncio.gather(*(write(w) for w in range(WRITERS)))
     await asyncio.wait_for(reader, timeout=60)
 
-    assert seen == list(range(1, total + 1)), "a position was skipped, repeated or seen out of order"
+    assert seen == list(range(1, total + 1)), (
+        "a position was skipped, repeated or seen out of order"
+    )
     assert await system_store.last_position() == total

@@ -11,16 +11,28 @@ from kg.errors import (
     IdempotencyKeyReusedError,
     ValidationError,
 )
-from kg.events import EventMetadata, EventStore, NodeAsserted, NodeRetired, PendingEvent, build_event
+from kg.events import (
+    EventMetadata,
+    EventStore,
+    NodeAsserted,
+    NodeRetired,
+    PendingEvent,
+    build_event,
+)
 
 
 def node(i: int, content: str = "text") -> NodeAsserted:
-    return NodeAsserted(node_id=f"document:doc{i}.md", node_type="Document", name=f"doc {i}", content=content)
+    return NodeAsserted(
+        node_id=f"document:doc{i}.md", node_type="Document", name=f"doc {i}", content=content
+    )
 
 
 async def test_append_then_read_back_in_order(store: EventStore, scope: Scope) -> None:
     result = await store.append(
-        scope, "ingest:docs", [node(1), node(2)], metadata=EventMetadata(actor="alice", source="docs/")
+        scope,
+        "ingest:docs",
+        [node(1), node(2)],
+        metadata=EventMetadata(actor="alice", source="docs/"),
     )
     assert (result.first_position, result.last_position) == (1, 2)
     assert (result.from_version, result.to_version) == (1, 2)
@@ -59,7 +71,9 @@ async def test_stale_expected_version_is_a_typed_conflict_and_writes_nothing(
     assert ok.to_version == 3
 
 
-async def test_new_stream_expectation_fails_when_stream_exists(store: EventStore, scope: Scope) -> None:
+async def test_new_stream_expectation_fails_when_stream_exists(
+    store: EventStore, scope: Scope
+) -> None:
     await store.append(scope, "s", [node(1)])
     with pytest.raises(ConcurrencyConflictError):
         await store.append(scope, "s", [node(2)], expected_version=0)
@@ -72,7 +86,9 @@ async def test_retried_command_with_same_key_is_a_no_op_returning_first_result(
     again = await store.append(scope, "s", [node(1), node(2)], idempotency_key="cmd-1")
     assert again.duplicate and not first.duplicate
     assert (again.first_position, again.last_position, again.event_ids) == (
-        first.first_position, first.last_position, first.event_ids,
+        first.first_position,
+        first.last_position,
+        first.event_ids,
     )
     assert await store.count(scope) == 2
 
@@ -95,7 +111,8 @@ async def test_a_batch_that_fails_midway_leaves_nothing_behind(
         CREATE FUNCTION fail_at_500() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN IF NEW.stream_version = 501 THEN RAISE EXCEPTION 'disk on fire'; END IF;
         RETURN NEW; END $$;
-        CREATE TRIGGER fail_at_500 BEFORE INSERT ON kg_events FOR EACH ROW EXECUTE FUNCTION fail_at_500();
+        CREATE TRIGGER fail_at_500 BEFORE INSERT ON kg_events
+            FOR EACH ROW EXECUTE FUNCTION fail_at_500();
         """
     )
     with pytest.raises(asyncpg.RaiseError):
@@ -155,10 +172,29 @@ def test_spliced_canonical_event_equals_canonical_json_of_the_whole_event() -> N
     payload = {"b": [1, 2.5, "é"], "a": {"z": None, "y": True}}
     meta = {"actor": "alice", "source": "org.db/decisions#1"}
     moment = datetime(2026, 11, 22, 12, 0, 0, 123456, tzinfo=UTC)
-    fields = dict(position=7, event_id="e", tenant_id="t", project_id="p", stream_id="s",
-                  stream_version=2, event_type="X", schema_version=1, idempotency_key=None)
-    spliced = canonical_event(**fields, payload_json=canonical_json(payload),  # type: ignore[arg-type]
-                              metadata_json=canonical_json(meta), recorded_at=moment)
-    whole = canonical_json({**fields, "payload": payload, "metadata": meta,
-                            "recorded_at": "2026-11-22T12:00:00.123456Z"})
+    fields = dict(
+        position=7,
+        event_id="e",
+        tenant_id="t",
+        project_id="p",
+        stream_id="s",
+        stream_version=2,
+        event_type="X",
+        schema_version=1,
+        idempotency_key=None,
+    )
+    spliced = canonical_event(
+        **fields,
+        payload_json=canonical_json(payload),  # type: ignore[arg-type]
+        metadata_json=canonical_json(meta),
+        recorded_at=moment,
+    )
+    whole = canonical_json(
+        {
+            **fields,
+            "payload": payload,
+            "metadata": meta,
+            "recorded_at": "2026-11-22T12:00:00.123456Z",
+        }
+    )
     assert spliced == whole
