@@ -17,8 +17,10 @@ from kg.config import Scope, Settings
 from kg.db import migrate
 from kg.db.connect import create_pool, describe_database, resolve_database_url
 from kg.db.urls import redact
+from kg.embeddings import EmbeddingProvider, provider_from_config
 from kg.errors import SchemaNotReadyError
 from kg.events import EventStore
+from kg.projections import ProjectionContext, ProjectionRunner, default_projections
 
 
 @dataclass
@@ -27,6 +29,28 @@ class Runtime:
     url: str
     app_pool: asyncpg.Pool
     system_pool: asyncpg.Pool
+
+    _embedder: EmbeddingProvider | None = None
+    _runner: ProjectionRunner | None = None
+
+    @property
+    def embedder(self) -> EmbeddingProvider:
+        """The configured embedding provider, built on first use (MiniLM loads lazily)."""
+        if self._embedder is None:
+            self._embedder = provider_from_config()
+        return self._embedder
+
+    @property
+    def runner(self) -> ProjectionRunner:
+        if self._runner is None:
+            self._runner = ProjectionRunner(
+                self.system_pool, default_projections(), ProjectionContext(self.embedder)
+            )
+        return self._runner
+
+    async def catch_up(self) -> int:
+        """Bring every projection up to the end of the log (used after each command)."""
+        return await self.runner.catch_up()
 
     @property
     def scope(self) -> Scope:
@@ -59,7 +83,11 @@ def check_schema(url: str) -> str:
 
 @asynccontextmanager
 async def open_runtime(
-    settings: Settings | None = None, *, url: str | None = None, max_size: int = 10
+    settings: Settings | None = None,
+    *,
+    url: str | None = None,
+    max_size: int = 10,
+    embedder: EmbeddingProvider | None = None,
 ) -> AsyncIterator[Runtime]:
     settings = settings or Settings.from_env()
     url = url or resolve_database_url(settings)
@@ -68,7 +96,7 @@ async def open_runtime(
     try:
         system_pool = await create_pool(url, app_role=False, max_size=max_size)
         try:
-            yield Runtime(settings, url, app_pool, system_pool)
+            yield Runtime(settings, url, app_pool, system_pool, embedder)
         finally:
             await system_pool.close()
     finally:

@@ -7,6 +7,8 @@ import typer
 from kg.cli import db
 from kg.cli.audit import audit_app
 from kg.cli.demo import demo
+from kg.cli.projections import projections_app
+from kg.cli.query import query
 
 app = typer.Typer(
     help="Event-sourced knowledge graph: context graphs for coding agents, "
@@ -20,3 +22,5 @@ app.command("status")(db.status)
 app.command("demo")(demo)
 app.add_typer(db.db_app, name="db")
 app.add_typer(audit_app, name="audit")
+app.add_typer(projections_app, name="projections")
+app.command("query")(query)

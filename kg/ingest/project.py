@@ -1,0 +1,81 @@
+"""Parsing a whole project: find its Markdown files, index them for wiki links, parse each."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from kg.ingest.files import DEFAULT_MAX_BYTES, project_relpath
+from kg.ingest.links import MARKDOWN_SUFFIXES, WikiIndex
+from kg.ingest.markdown import parse_markdown
+from kg.ingest.model import ParsedDocument, ParseProblem
+from kg.ingest.schema_map import SchemaMap, load_schema_map
+
+# Folders that hold tooling or dependencies rather than the project's specs.
+SKIPPED_DIRS = frozenset({"node_modules", "__pycache__", "venv", "site-packages"})
+
+
+def discover_markdown(root: Path) -> list[str]:
+    """Project-relative POSIX paths of the Markdown files under ``root``, sorted.
+
+    Hidden folders (``.git``, ``.venv``, ...) and :data:`SKIPPED_DIRS` are not entered and
+    symlinked folders are not followed, so the walk stays inside the project.
+    """
+    base = Path(os.path.abspath(root))
+    found: list[str] = []
+    for folder, dirs, files in os.walk(base):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS]
+        rel_folder = Path(folder).relative_to(base)
+        for name in files:
+            if name.lower().endswith(MARKDOWN_SUFFIXES):
+                found.append((rel_folder / name).as_posix())
+    return sorted(found)
+
+
+def parse_project(
+    root: Path,
+    paths: Iterable[Path] | None = None,
+    schema: SchemaMap | None = None,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    workers: int = 1,
+) -> list[ParsedDocument]:
+    """Parse ``paths`` (default: every Markdown file under ``root``) with one shared wiki index.
+
+    The wiki index covers every Markdown file of the project, not only ``paths``, so a
+    partial re-ingest resolves ``[[page]]`` the same way a full one does. Results are in the
+    order of ``paths``. Parsing is CPU-bound pure Python: ``workers > 1`` spreads it over that
+    many processes, which pays off from a few hundred files on.
+    """
+    schema = schema if schema is not None else load_schema_map(root)
+    all_files = discover_markdown(root)
+    index = WikiIndex(all_files)
+    targets = list(paths) if paths is not None else [Path(p) for p in all_files]
+    if workers <= 1 or len(targets) < 2 * workers:
+        _init_worker(root, schema, index, max_bytes)
+        return [_parse_one(path) for path in targets]
+    chunk = max(1, min(64, len(targets) // (workers * 4)))
+    with ProcessPoolExecutor(
+        workers, initializer=_init_worker, initargs=(root, schema, index, max_bytes)
+    ) as pool:
+        return list(pool.map(_parse_one, targets, chunksize=chunk))
+
+
+# Per-process parsing context, set once by the pool initializer instead of pickled per file.
+_context: tuple[Path, SchemaMap, WikiIndex, int] | None = None
+
+
+def _init_worker(root: Path, schema: SchemaMap, index: WikiIndex, max_bytes: int) -> None:
+    global _context
+    _context = (root, schema, index, max_bytes)
+
+
+def _parse_one(path: Path) -> ParsedDocument:
+    assert _context is not None
+    root, schema, index, max_bytes = _context
+    if project_relpath(root, path) is None:
+        problem = ParseProblem(str(path), 1, f"refused: {path} is outside the project root")
+        return ParsedDocument(str(path), "", (), (), (problem,))
+    return parse_markdown(root, path, schema=schema, wiki_index=index, max_bytes=max_bytes)

@@ -1,0 +1,58 @@
+"""What a projection is, and the run-splitting that lets it write batches in bulk correctly."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+import asyncpg
+
+from kg.embeddings.base import EmbeddingProvider
+from kg.events.envelope import RecordedEvent
+
+
+@dataclass
+class ProjectionContext:
+    """What projections may use besides the connection. ``embedded`` counts texts actually
+    sent to the provider (cache misses), for status and tests."""
+
+    embedder: EmbeddingProvider
+    embedded: int = 0
+
+
+class Projection(Protocol):
+    """A read model built from the log. ``apply`` runs inside the runner's transaction, which
+    also moves the checkpoint: rows and checkpoint commit together or not at all."""
+
+    name: str
+
+    async def apply(
+        self, conn: asyncpg.Connection, events: Sequence[RecordedEvent], ctx: ProjectionContext
+    ) -> None: ...
+
+    async def reset(self, conn: asyncpg.Connection) -> None:
+        """Empty the projection's tables, for a rebuild."""
+        ...
+
+
+T = TypeVar("T")
+
+
+def runs(items: Sequence[T], kind: Callable[[T], str]) -> Iterator[tuple[str, list[T]]]:
+    """Split ``items`` into maximal runs of the same kind, in order.
+
+    Bulk statements may reorder work inside a run (an upsert run is one INSERT) but never across
+    runs, so "assert, retire, assert again" in one batch keeps its meaning.
+    """
+    current: list[T] = []
+    current_kind = ""
+    for item in items:
+        k = kind(item)
+        if current and k != current_kind:
+            yield current_kind, current
+            current = []
+        current_kind = k
+        current.append(item)
+    if current:
+        yield current_kind, current

@@ -1,0 +1,21 @@
+"""Digest of a projected table's full content, to show a rebuild reproduces it exactly."""
+
+from __future__ import annotations
+
+import asyncpg
+
+# Each projected table and the key its rows are ordered by.
+TABLE_KEYS: dict[str, str] = {
+    "kg_nodes": "tenant_id, project_id, node_id",
+    "kg_edges": "tenant_id, project_id, edge_id",
+}
+
+
+async def table_digest(conn: asyncpg.Connection | asyncpg.Pool, table: str) -> str:
+    """sha256 over every column of every row, in key order (needs the system pool)."""
+    key = TABLE_KEYS[table]
+    value = await conn.fetchval(
+        f"SELECT encode(sha256(coalesce(string_agg(t::text, E'\\n' ORDER BY {key}), '')::bytea),"
+        f" 'hex') FROM {table} t"
+    )
+    return str(value)

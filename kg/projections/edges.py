@@ -1,0 +1,82 @@
+"""Projection of ``kg_edges``: current edges; a retired node takes its edges with it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import asyncpg
+
+from kg.events.envelope import RecordedEvent
+from kg.events.knowledge import edge_id
+from kg.projections.base import ProjectionContext, runs
+
+HANDLES = frozenset({"EdgeAsserted", "EdgeRetracted", "NodeRetired"})
+
+_UPSERT = """
+INSERT INTO kg_edges (tenant_id, project_id, edge_id, edge_type, from_node, to_node, properties,
+                      weight, created_at, updated_at, last_position)
+SELECT x.t, x.p, x.id, x.ty, x.f, x.tn, x.pr::jsonb, x.w, x.ts0, x.ts1, x.pos
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+              $7::text[], $8::real[], $9::timestamptz[], $10::timestamptz[], $11::bigint[])
+       AS x(t, p, id, ty, f, tn, pr, w, ts0, ts1, pos)
+ON CONFLICT (tenant_id, project_id, edge_id) DO UPDATE SET
+    properties = excluded.properties, weight = excluded.weight,
+    updated_at = excluded.updated_at, last_position = excluded.last_position
+"""
+
+_RETRACT = """
+DELETE FROM kg_edges e USING unnest($1::text[], $2::text[], $3::text[]) AS x(t, p, id)
+ WHERE e.tenant_id = x.t AND e.project_id = x.p AND e.edge_id = x.id
+"""
+
+_DETACH = """
+DELETE FROM kg_edges e USING unnest($1::text[], $2::text[], $3::text[]) AS x(t, p, node)
+ WHERE e.tenant_id = x.t AND e.project_id = x.p AND (e.from_node = x.node OR e.to_node = x.node)
+"""
+
+
+def _edge_key(e: RecordedEvent) -> tuple[str, str, str]:
+    p = e.payload
+    return (e.tenant_id, e.project_id, edge_id(p["edge_type"], p["from_node"], p["to_node"]))
+
+
+def _columns(keys: Sequence[tuple[Any, ...]]) -> list[list[Any]]:
+    return [list(col) for col in zip(*keys, strict=True)]
+
+
+class EdgesProjection:
+    name = "kg_edges"
+
+    async def apply(
+        self, conn: asyncpg.Connection, events: Sequence[RecordedEvent], ctx: ProjectionContext
+    ) -> None:
+        mine = [e for e in events if e.event_type in HANDLES]
+        for kind, run in runs(mine, lambda e: e.event_type):
+            if kind == "EdgeAsserted":
+                await self._upsert(conn, run)
+            elif kind == "EdgeRetracted":
+                await conn.execute(_RETRACT, *_columns(list({_edge_key(e): None for e in run})))
+            else:
+                nodes = {(e.tenant_id, e.project_id, e.payload["node_id"]): None for e in run}
+                await conn.execute(_DETACH, *_columns(list(nodes)))
+
+    async def _upsert(self, conn: asyncpg.Connection, run: list[RecordedEvent]) -> None:
+        first: dict[tuple[str, str, str], RecordedEvent] = {}
+        latest: dict[tuple[str, str, str], RecordedEvent] = {}
+        for e in run:
+            first.setdefault(_edge_key(e), e)
+            latest[_edge_key(e)] = e
+        rows = []
+        for key, e in latest.items():
+            p = e.payload
+            rows.append((
+                key[0], key[1], key[2], p["edge_type"], p["from_node"], p["to_node"],
+                json.dumps(p.get("properties", {}), sort_keys=True), float(p.get("weight", 1.0)),
+                first[key].recorded_at, e.recorded_at, e.position,
+            ))  # fmt: skip
+        await conn.execute(_UPSERT, *_columns(rows))
+
+    async def reset(self, conn: asyncpg.Connection) -> None:
+        await conn.execute("TRUNCATE kg_edges")

@@ -1,0 +1,101 @@
+"""Projection of ``kg_nodes``: the current state of every node, with embedding and tsvector."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import asyncpg
+
+from kg.embeddings.base import content_hash
+from kg.embeddings.cache import check_index_model, embedding_text, ensure_cached
+from kg.events.envelope import RecordedEvent
+from kg.projections.base import ProjectionContext, runs
+
+HANDLES = frozenset({"NodeAsserted", "NodeRetired"})
+
+_UPSERT = """
+INSERT INTO kg_nodes (tenant_id, project_id, node_id, node_type, name, properties, content,
+                      labels, content_hash, embedding, tsv, created_at, updated_at,
+                      first_position, last_position)
+SELECT x.t, x.p, x.id, x.ty, x.nm, x.pr::jsonb, x.c,
+       ARRAY(SELECT jsonb_array_elements_text(x.lb::jsonb)), x.h,
+       (SELECT ec.embedding FROM embedding_cache ec
+         WHERE ec.model_id = $1 AND ec.content_hash = x.h),
+       setweight(to_tsvector('english', x.nm), 'A')
+         || setweight(to_tsvector('english', left(x.c, 200000)), 'B'),
+       x.ts0, x.ts1, x.pos0, x.pos1
+  FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+              $8::text[], $9::text[], $10::text[], $11::timestamptz[], $12::timestamptz[],
+              $13::bigint[], $14::bigint[])
+       AS x(t, p, id, ty, nm, pr, c, lb, h, ts0, ts1, pos0, pos1)
+ON CONFLICT (tenant_id, project_id, node_id) DO UPDATE SET
+    node_type = excluded.node_type, name = excluded.name, properties = excluded.properties,
+    content = excluded.content, labels = excluded.labels, content_hash = excluded.content_hash,
+    embedding = excluded.embedding, tsv = excluded.tsv, updated_at = excluded.updated_at,
+    last_position = excluded.last_position
+"""
+
+_DELETE = """
+DELETE FROM kg_nodes n USING unnest($1::text[], $2::text[], $3::text[]) AS x(t, p, id)
+ WHERE n.tenant_id = x.t AND n.project_id = x.p AND n.node_id = x.id
+"""
+
+
+def _key(event: RecordedEvent) -> tuple[str, str, str]:
+    return (event.tenant_id, event.project_id, event.payload["node_id"])
+
+
+class NodesProjection:
+    name = "kg_nodes"
+
+    async def apply(
+        self, conn: asyncpg.Connection, events: Sequence[RecordedEvent], ctx: ProjectionContext
+    ) -> None:
+        mine = [e for e in events if e.event_type in HANDLES]
+        if not mine:
+            return
+        asserted = [e for e in mine if e.event_type == "NodeAsserted"]
+        if asserted:
+            await check_index_model(conn, ctx.embedder)
+            texts = {}
+            for e in asserted:
+                text = embedding_text(e.payload["name"], e.payload.get("content", ""))
+                texts[content_hash(text)] = text
+            ctx.embedded += await ensure_cached(conn, ctx.embedder, texts)
+        for kind, run in runs(mine, lambda e: e.event_type):
+            if kind == "NodeAsserted":
+                await self._upsert(conn, run, ctx)
+            else:
+                keys = list({_key(e): None for e in run})
+                await conn.execute(_DELETE, *(list(col) for col in zip(*keys, strict=True)))
+
+    async def _upsert(
+        self, conn: asyncpg.Connection, run: list[RecordedEvent], ctx: ProjectionContext
+    ) -> None:
+        # One row per node: the last state wins; a new node's created_at is its first assertion.
+        latest: dict[tuple[str, str, str], RecordedEvent] = {}
+        first: dict[tuple[str, str, str], RecordedEvent] = {}
+        for e in run:
+            first.setdefault(_key(e), e)
+            latest[_key(e)] = e
+        cols: list[list[Any]] = [[] for _ in range(13)]
+        for key, e in latest.items():
+            p = e.payload
+            content = p.get("content", "")
+            values = (
+                e.tenant_id, e.project_id, p["node_id"], p["node_type"], p["name"],
+                json.dumps(p.get("properties", {}), sort_keys=True), content,
+                json.dumps(list(p.get("labels", ()))),
+                content_hash(embedding_text(p["name"], content)),
+                first[key].recorded_at, e.recorded_at, first[key].position, e.position,
+            )  # fmt: skip
+            for col, value in zip(cols, values, strict=True):
+                col.append(value)
+        # An existing node keeps its created_at and first_position (not in the SET list).
+        await conn.execute(_UPSERT, ctx.embedder.model_id, *cols)
+
+    async def reset(self, conn: asyncpg.Connection) -> None:
+        await conn.execute("TRUNCATE kg_nodes")
+        await conn.execute("DELETE FROM kg_embedding_index")

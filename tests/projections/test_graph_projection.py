@@ -1,0 +1,184 @@
+"""kg_nodes and kg_edges built from the log: contents, retirement, rebuild, the cache."""
+
+from __future__ import annotations
+
+import asyncpg
+import pytest
+
+from kg.config import Scope
+from kg.embeddings import HashingEmbedder
+from kg.errors import EmbeddingError
+from kg.events import EdgeAsserted, EdgeRetracted, EventStore, NodeAsserted, NodeRetired
+from kg.projections import ProjectionContext, ProjectionRunner, default_projections
+from kg.projections.digest import table_digest
+
+from .conftest import CountingEmbedder
+
+
+def doc(i: int, content: str | None = None) -> NodeAsserted:
+    return NodeAsserted(
+        node_id=f"document:d{i}.md", node_type="Document", name=f"Document {i}",
+        content=content if content is not None else f"Specification number {i} about payments",
+        labels=("spec",), properties={"n": i},
+    )  # fmt: skip
+
+
+def link(a: int, b: int, edge_type: str = "REFERENCES") -> EdgeAsserted:
+    return EdgeAsserted(
+        edge_type=edge_type, from_node=f"document:d{a}.md", to_node=f"document:d{b}.md", weight=0.5
+    )
+
+
+async def nodes(pool: asyncpg.Pool) -> dict[str, asyncpg.Record]:
+    rows = await pool.fetch("SELECT * FROM kg_nodes ORDER BY node_id")
+    return {r["node_id"]: r for r in rows}
+
+
+async def edges(pool: asyncpg.Pool) -> list[tuple[str, str, str]]:
+    rows = await pool.fetch("SELECT from_node, edge_type, to_node FROM kg_edges ORDER BY edge_id")
+    return [tuple(r) for r in rows]
+
+
+async def test_nodes_and_edges_are_projected_with_scope_embedding_and_text(
+    store: EventStore, scope: Scope, runner: ProjectionRunner, system_pool: asyncpg.Pool
+) -> None:
+    await store.append(scope, "s", [doc(1), doc(2), link(1, 2)])
+    assert await runner.catch_up() == 3
+
+    projected = await nodes(system_pool)
+    d1 = projected["document:d1.md"]
+    assert (d1["tenant_id"], d1["project_id"], d1["node_type"]) == ("acme", "webshop", "Document")
+    assert d1["labels"] == ["spec"] and d1["first_position"] == 1 and d1["last_position"] == 1
+    assert d1["embedding"] is not None
+    assert (
+        await system_pool.fetchval(
+            "SELECT count(*) FROM kg_nodes WHERE tsv @@ plainto_tsquery('english', 'payments')"
+        )
+        == 2
+    )
+    assert await edges(system_pool) == [("document:d1.md", "REFERENCES", "document:d2.md")]
+
+
+async def test_changed_node_keeps_its_creation_and_moves_its_last_position(
+    store: EventStore, scope: Scope, runner: ProjectionRunner, system_pool: asyncpg.Pool
+) -> None:
+    await store.append(scope, "s", [doc(1)])
+    await runner.catch_up()
+    await store.append(scope, "s", [doc(1, content="rewritten")])
+    await runner.catch_up()
+    d1 = (await nodes(system_pool))["document:d1.md"]
+    assert (d1["content"], d1["first_position"], d1["last_position"]) == ("rewritten", 1, 2)
+    assert d1["created_at"] < d1["updated_at"]
+
+
+async def test_retired_node_disappears_with_its_edges_but_the_log_keeps_it(
+    store: EventStore, scope: Scope, runner: ProjectionRunner, system_pool: asyncpg.Pool
+) -> None:
+    await store.append(scope, "s", [doc(1), doc(2), doc(3), link(1, 2), link(2, 3), link(1, 3)])
+    await runner.catch_up()
+    await store.append(scope, "s", [NodeRetired(node_id="document:d2.md", reason="deleted")])
+    await runner.catch_up()
+    assert set(await nodes(system_pool)) == {"document:d1.md", "document:d3.md"}
+    assert await edges(system_pool) == [("document:d1.md", "REFERENCES", "document:d3.md")]
+    assert await store.count(scope) == 7
+
+
+async def test_retracted_edge_disappears(
+    store: EventStore, scope: Scope, runner: ProjectionRunner, system_pool: asyncpg.Pool
+) -> None:
+    await store.append(scope, "s", [doc(1), doc(2), link(1, 2), link(1, 2, "USES")])
+    await store.append(
+        scope,
+        "s",
+        [EdgeRetracted(edge_type="USES", from_node="document:d1.md", to_node="document:d2.md")],
+    )
+    await runner.catch_up()
+    assert await edges(system_pool) == [("document:d1.md", "REFERENCES", "document:d2.md")]
+
+
+async def test_order_inside_one_batch_is_respected(
+    store: EventStore, scope: Scope, runner: ProjectionRunner, system_pool: asyncpg.Pool
+) -> None:
+    retire = NodeRetired(node_id="document:d1.md")
+    await store.append(scope, "s", [doc(1), doc(2), link(1, 2), retire, doc(1, "back"), link(2, 1)])
+    await runner.catch_up()
+    d1 = (await nodes(system_pool))["document:d1.md"]
+    assert d1["content"] == "back" and d1["first_position"] == 5, "re-created after retirement"
+    assert await edges(system_pool) == [("document:d2.md", "REFERENCES", "document:d1.md")]
+
+
+async def test_rebuild_reproduces_every_row_and_embeds_nothing_again(
+    store: EventStore,
+    scope: Scope,
+    runner: ProjectionRunner,
+    system_pool: asyncpg.Pool,
+    embedder: CountingEmbedder,
+) -> None:
+    await store.append(
+        scope, "s", [doc(i) for i in range(120)] + [link(i, i + 1) for i in range(119)]
+    )
+    await store.append(Scope("other", "p"), "s", [doc(1), doc(2), link(1, 2)])
+    await store.append(scope, "s", [NodeRetired(node_id="document:d7.md"), doc(3, "changed")])
+    await runner.catch_up()
+    before = [await table_digest(system_pool, t) for t in ("kg_nodes", "kg_edges")]
+    embedded_before = embedder.texts
+    assert embedded_before == 121, (
+        "120 distinct texts plus one changed one; the other tenant's are cached"
+    )
+
+    await runner.rebuild()
+    after = [await table_digest(system_pool, t) for t in ("kg_nodes", "kg_edges")]
+    assert after == before
+    assert embedder.texts == embedded_before, "a rebuild recomputes no embedding"
+
+
+async def test_unchanged_content_is_never_embedded_twice(
+    store: EventStore, scope: Scope, runner: ProjectionRunner, embedder: CountingEmbedder
+) -> None:
+    await store.append(scope, "s", [doc(1)])
+    await runner.catch_up()
+    await store.append(scope, "s", [doc(1), doc(1)])
+    await runner.catch_up()
+    assert embedder.texts == 1
+
+
+async def test_a_second_model_is_refused_with_a_clear_message(
+    store: EventStore, scope: Scope, runner: ProjectionRunner, system_pool: asyncpg.Pool
+) -> None:
+    await store.append(scope, "s", [doc(1)])
+    await runner.catch_up()
+
+    other_model = HashingEmbedder()
+    other_model.model_id = "other-model"
+    other = ProjectionRunner(system_pool, default_projections(), ProjectionContext(other_model))
+    await store.append(scope, "s", [doc(2)])
+    with pytest.raises(EmbeddingError, match=r"hashing-v1-384.*other-model.*rebuild"):
+        await other.catch_up()
+    assert set(await nodes(system_pool)) == {"document:d1.md"}, "the failed batch wrote nothing"
+
+    await other.rebuild()
+    assert await system_pool.fetchval("SELECT model_id FROM kg_embedding_index") == "other-model"
+
+
+async def test_application_role_sees_only_its_tenants_rows(
+    store: EventStore, runner: ProjectionRunner, app_pool: asyncpg.Pool
+) -> None:
+    await store.append(Scope("a", "p"), "s", [doc(1, "alpha secret")])
+    await store.append(Scope("b", "p"), "s", [doc(1, "bravo")])
+    await runner.catch_up()
+    async with app_pool.acquire() as conn, conn.transaction():
+        await conn.execute("SELECT set_config('kg.tenant_id', 'b', true)")
+        rows = await conn.fetch("SELECT tenant_id, content FROM kg_nodes")
+    assert [tuple(r) for r in rows] == [("b", "bravo")]
+
+
+async def test_status_shows_position_and_lag(
+    store: EventStore, scope: Scope, runner: ProjectionRunner
+) -> None:
+    await store.append(scope, "s", [doc(1), doc(2)])
+    assert {(s.name, s.lag) for s in await runner.status()} == {("kg_nodes", 2), ("kg_edges", 2)}
+    await runner.catch_up()
+    assert {(s.name, s.position, s.lag) for s in await runner.status()} == {
+        ("kg_nodes", 2, 0),
+        ("kg_edges", 2, 0),
+    }

@@ -1,0 +1,92 @@
+"""Search over the projection: full-text, vector, hybrid; filters; scope; fallback warning."""
+
+from __future__ import annotations
+
+import asyncpg
+import pytest
+
+from kg.config import Scope
+from kg.embeddings import HashingEmbedder, SentenceTransformerEmbedder
+from kg.errors import ValidationError
+from kg.events import EventStore, NodeAsserted
+from kg.projections import ProjectionContext, ProjectionRunner, default_projections
+from kg.search import FALLBACK_WARNING, search
+
+SENTENCES = {
+    "decision:reset": ("Decision", "How do I reset my password?"),
+    "decision:weather": ("Decision", "The weather in Lisbon is sunny today"),
+    "adr:db": ("ADR", "We store events in PostgreSQL with an append-only table"),
+    "component:auth": ("Component", "Authentication service handles login and credentials"),
+}
+
+
+async def project(store: EventStore, pool: asyncpg.Pool, scope: Scope, embedder: object) -> None:
+    events = [
+        NodeAsserted(node_id=node_id, node_type=t, name=text, content=text)
+        for node_id, (t, text) in SENTENCES.items()
+    ]
+    await store.append(scope, "s", events)
+    await ProjectionRunner(pool, default_projections(), ProjectionContext(embedder)).catch_up()  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session")
+def minilm() -> SentenceTransformerEmbedder:
+    return SentenceTransformerEmbedder()
+
+
+async def test_semantic_search_ranks_a_paraphrase_above_an_unrelated_sentence(
+    store: EventStore,
+    system_pool: asyncpg.Pool,
+    app_pool: asyncpg.Pool,
+    scope: Scope,
+    minilm: SentenceTransformerEmbedder,
+) -> None:
+    await project(store, system_pool, scope, minilm)
+    result = await search(
+        app_pool, scope, "I forgot my password and need to change it", mode="semantic",
+        embedder=minilm, limit=4,
+    )  # fmt: skip
+    ranked = [h.node_id for h in result.hits]
+    assert ranked.index("decision:reset") < ranked.index("decision:weather")
+    assert ranked[0] == "decision:reset"
+    assert result.warnings == [] and result.embedder == minilm.model_id
+
+
+async def test_fulltext_finds_words_and_filters_by_type(
+    store: EventStore, system_pool: asyncpg.Pool, app_pool: asyncpg.Pool, scope: Scope
+) -> None:
+    await project(store, system_pool, scope, HashingEmbedder())
+    result = await search(app_pool, scope, "append-only PostgreSQL", mode="fulltext")
+    assert [h.node_id for h in result.hits] == ["adr:db"]
+    none = await search(app_pool, scope, "PostgreSQL", mode="fulltext", node_types=["Decision"])
+    assert none.hits == []
+
+
+async def test_hybrid_fuses_both_rankings_and_announces_the_fallback(
+    store: EventStore, system_pool: asyncpg.Pool, app_pool: asyncpg.Pool, scope: Scope
+) -> None:
+    hashing = HashingEmbedder()
+    await project(store, system_pool, scope, hashing)
+    result = await search(app_pool, scope, "login credentials", embedder=hashing, limit=3)
+    top = result.hits[0]
+    assert top.node_id == "component:auth"
+    assert top.fulltext_rank == 1 and top.vector_rank == 1
+    assert result.warnings == [FALLBACK_WARNING]
+
+
+async def test_search_never_crosses_tenants(
+    store: EventStore, system_pool: asyncpg.Pool, app_pool: asyncpg.Pool
+) -> None:
+    hashing = HashingEmbedder()
+    await project(store, system_pool, Scope("a", "p"), hashing)
+    result = await search(app_pool, Scope("b", "p"), "password", embedder=hashing)
+    assert result.hits == []
+
+
+async def test_bad_search_requests_are_clear_errors(app_pool: asyncpg.Pool, scope: Scope) -> None:
+    with pytest.raises(ValidationError, match="mode 'fuzzy'"):
+        await search(app_pool, scope, "x", mode="fuzzy")
+    with pytest.raises(ValidationError, match="empty"):
+        await search(app_pool, scope, "  ", mode="fulltext")
+    with pytest.raises(ValidationError, match="limit"):
+        await search(app_pool, scope, "x", mode="fulltext", limit=0)
