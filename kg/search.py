@@ -122,15 +122,35 @@ async def search(
         vector = await query_vector(embedder, text)
     async with pool.acquire() as conn, conn.transaction():
         await conn.execute("SELECT set_config('kg.tenant_id', $1, true)", scope.tenant_id)
-        await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        base = (scope.tenant_id, scope.project_id, types)
-        if mode == "hybrid":
-            rows = await conn.fetch(_HYBRID, *base, text, pool_size, vector, limit)
-        elif mode == "fulltext":
-            rows = await conn.fetch(_FTS_ONLY, *base, text, pool_size, limit)
-        else:
-            rows = await conn.fetch(_VEC_ONLY, *base, vector, pool_size, limit)
-    hits = [
+        hits = await search_in_transaction(conn, scope, text, mode, types, limit, vector, pool_size)
+    warnings = (
+        [FALLBACK_WARNING] if embedder is not None and embedder.is_fallback and vector else []
+    )
+    return SearchResult(mode, hits, embedder.model_id if vector and embedder else None, warnings)
+
+
+async def search_in_transaction(
+    conn: asyncpg.Connection,
+    scope: Scope,
+    text: str,
+    mode: str,
+    node_types: list[str] | None,
+    limit: int,
+    vector: str | None,
+    candidates: int,
+) -> list[SearchHit]:
+    """The search query itself, on a connection already inside a transaction (so a context
+    build sees the same snapshot for its semantic anchors as for its expansion)."""
+    await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+    await conn.execute("SET LOCAL hnsw.ef_search = 100")
+    base = (scope.tenant_id, scope.project_id, node_types)
+    if mode == "hybrid":
+        rows = await conn.fetch(_HYBRID, *base, text, candidates, vector, limit)
+    elif mode == "fulltext":
+        rows = await conn.fetch(_FTS_ONLY, *base, text, candidates, limit)
+    else:
+        rows = await conn.fetch(_VEC_ONLY, *base, vector, candidates, limit)
+    return [
         SearchHit(
             r["node_id"],
             r["node_type"],
@@ -142,7 +162,3 @@ async def search(
         )
         for r in rows
     ]
-    warnings = (
-        [FALLBACK_WARNING] if embedder is not None and embedder.is_fallback and vector else []
-    )
-    return SearchResult(mode, hits, embedder.model_id if vector and embedder else None, warnings)

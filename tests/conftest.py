@@ -16,11 +16,13 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from kg.config import Scope
+from kg.config import Scope, Settings
 from kg.db import migrate
 from kg.db.connect import create_pool
 from kg.db.urls import asyncpg_url, with_database
+from kg.embeddings import HashingEmbedder
 from kg.events import EventStore
+from kg.runtime import Runtime
 
 TEMPLATE = "kg_test_template"
 
@@ -102,3 +104,13 @@ def system_store(system_pool: asyncpg.Pool) -> EventStore:
 @pytest.fixture
 def scope() -> Scope:
     return Scope("acme", "webshop")
+
+
+@pytest.fixture
+def runtime(
+    db_url: str, app_pool: asyncpg.Pool, system_pool: asyncpg.Pool, scope: Scope, tmp_path: Path
+) -> Runtime:
+    """The application context as the CLI and MCP server build it, on the test database, with
+    the deterministic hashing embedder (tests that need MiniLM say so)."""
+    settings = Settings(database_url=db_url, scope=scope, project_root=tmp_path)
+    return Runtime(settings, db_url, app_pool, system_pool, HashingEmbedder())

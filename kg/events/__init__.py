@@ -1,12 +1,16 @@
 """The write side: domain events, the append-only hash-chained store, hashing."""
 
 from kg.events.base import DomainEvent, build_event, decode_event, upcaster
+from kg.events.context import ContextGraphBuilt, ContextGraphUsed
 from kg.events.envelope import AppendResult, EventMetadata, PendingEvent, RecordedEvent
 from kg.events.knowledge import EdgeAsserted, EdgeRetracted, NodeAsserted, NodeRetired
+from kg.events.policy import PolicyDefined, PolicyRetired
 from kg.events.store import EventStore
 
 __all__ = [
     "AppendResult",
+    "ContextGraphBuilt",
+    "ContextGraphUsed",
     "DomainEvent",
     "EdgeAsserted",
     "EdgeRetracted",
@@ -15,6 +19,8 @@ __all__ = [
     "NodeAsserted",
     "NodeRetired",
     "PendingEvent",
+    "PolicyDefined",
+    "PolicyRetired",
     "RecordedEvent",
     "build_event",
     "decode_event",

@@ -323,6 +323,22 @@ class EventStore:
                 )
             )
 
+    @contextlib.asynccontextmanager
+    async def listen(self) -> AsyncIterator[asyncio.Event]:
+        """An event that is set whenever an append commits (LISTEN/NOTIFY on one connection)."""
+        wake = asyncio.Event()
+
+        def on_notify(*_: object) -> None:
+            wake.set()
+
+        listener = await self._pool.acquire()
+        await listener.add_listener(NOTIFY_CHANNEL, on_notify)
+        try:
+            yield wake
+        finally:
+            await listener.remove_listener(NOTIFY_CHANNEL, on_notify)
+            await self._pool.release(listener)
+
     async def subscribe(
         self,
         after: int = 0,
@@ -333,17 +349,10 @@ class EventStore:
     ) -> AsyncIterator[list[RecordedEvent]]:
         """Yield batches of new events forever, starting after ``after``.
 
-        A LISTEN connection wakes the reader as soon as an append commits; the poll interval is
-        the fallback when a notification is lost (connection trouble, a proxy dropping it).
+        A notification wakes the reader as soon as an append commits; the poll interval is the
+        fallback when a notification is lost (connection trouble, a proxy dropping it).
         """
-        wake = asyncio.Event()
-
-        def on_notify(*_: object) -> None:
-            wake.set()
-
-        listener = await self._pool.acquire()
-        await listener.add_listener(NOTIFY_CHANNEL, on_notify)
-        try:
+        async with self.listen() as wake:
             position = after
             while True:
                 wake.clear()
@@ -354,9 +363,6 @@ class EventStore:
                     continue
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(wake.wait(), poll_interval)
-        finally:
-            await listener.remove_listener(NOTIFY_CHANNEL, on_notify)
-            await self._pool.release(listener)
 
 
 async def _set_tenant(conn: asyncpg.Connection, scope: Scope) -> None:

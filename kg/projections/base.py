@@ -32,7 +32,12 @@ class Projection(Protocol):
     ) -> None: ...
 
     async def reset(self, conn: asyncpg.Connection) -> None:
-        """Empty the projection's tables, for a rebuild."""
+        """Empty the projection's tables, for a rebuild (may drop indexes that are cheaper to
+        build in bulk afterwards)."""
+        ...
+
+    async def finish_rebuild(self, conn: asyncpg.Connection) -> None:
+        """Restore whatever ``reset`` dropped, once the replay is done."""
         ...
 
 

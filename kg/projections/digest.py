@@ -8,6 +8,8 @@ import asyncpg
 TABLE_KEYS: dict[str, str] = {
     "kg_nodes": "tenant_id, project_id, node_id",
     "kg_edges": "tenant_id, project_id, edge_id",
+    "context_graphs": "tenant_id, project_id, context_graph_id",
+    "context_graph_usage": "tenant_id, project_id, position",
 }
 
 

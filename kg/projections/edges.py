@@ -11,8 +11,9 @@ import asyncpg
 from kg.events.envelope import RecordedEvent
 from kg.events.knowledge import edge_id
 from kg.projections.base import ProjectionContext, runs
+from kg.projections.nodes import as_node_event
 
-HANDLES = frozenset({"EdgeAsserted", "EdgeRetracted", "NodeRetired"})
+HANDLES = frozenset({"EdgeAsserted", "EdgeRetracted", "NodeRetired", "PolicyRetired"})
 
 _UPSERT = """
 INSERT INTO kg_edges (tenant_id, project_id, edge_id, edge_type, from_node, to_node, properties,
@@ -52,7 +53,7 @@ class EdgesProjection:
     async def apply(
         self, conn: asyncpg.Connection, events: Sequence[RecordedEvent], ctx: ProjectionContext
     ) -> None:
-        mine = [e for e in events if e.event_type in HANDLES]
+        mine = [as_node_event(e) for e in events if e.event_type in HANDLES]
         for kind, run in runs(mine, lambda e: e.event_type):
             if kind == "EdgeAsserted":
                 await self._upsert(conn, run)
@@ -80,3 +81,6 @@ class EdgesProjection:
 
     async def reset(self, conn: asyncpg.Connection) -> None:
         await conn.execute("TRUNCATE kg_edges")
+
+    async def finish_rebuild(self, conn: asyncpg.Connection) -> None:
+        return None

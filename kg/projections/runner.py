@@ -44,6 +44,7 @@ class ProjectionRunner:
         self.projections = list(projections)
         self.ctx = ctx
         self.batch_size = batch_size
+        self._indexes_checked = False
 
     def _select(self, names: Sequence[str] | None) -> list[Projection]:
         if not names:
@@ -76,6 +77,11 @@ class ProjectionRunner:
         selected = self._select(names)
         async with self._pool.acquire() as conn:
             await self._ensure_rows(conn)
+            if not self._indexes_checked:
+                # A rebuild killed between reset and finish leaves a bulk-built index missing.
+                for projection in self.projections:
+                    await projection.finish_rebuild(conn)
+                self._indexes_checked = True
         applied = 0
         while True:
             n = await self._apply_next_batch(selected)
@@ -120,7 +126,11 @@ class ProjectionRunner:
                 "WHERE name = ANY($1)",
                 [p.name for p in selected],
             )
-        return await self.catch_up([p.name for p in selected])
+        applied = await self.catch_up([p.name for p in selected])
+        async with self._pool.acquire() as conn:
+            for projection in selected:
+                await projection.finish_rebuild(conn)
+        return applied
 
     async def run(self, stop: asyncio.Event, *, poll_interval: float = 1.0) -> None:
         """Keep the projections current until ``stop`` is set: catch up whenever the log moves

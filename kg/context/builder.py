@@ -1,0 +1,328 @@
+"""The context-graph builder: anchors -> policy-checked breadth-first expansion -> budgeted graph.
+
+Pure of SQL: it asks a :class:`GraphSource` for rows (one round trip per hop) and asks
+``kg.policies`` what each node may be. A denied node is dropped the moment it is reached, so
+nothing is ever expanded through it, and it leaves no trace but a count.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any, Protocol
+
+from kg.context.render import estimate_tokens, node_line, render
+from kg.context.request import ContextRequest
+from kg.context.result import Budget, ContextEdge, ContextGraph, ContextNode, GovernanceSummary
+from kg.embeddings.base import EmbeddingProvider
+from kg.embeddings.cache import query_vector
+from kg.errors import NotFoundError, ValidationError
+from kg.events.hashing import canonical_json
+from kg.policies.evaluate import Governance
+from kg.policies.model import NodeVerdict, Policy
+from kg.projections.graph_reader import EdgeRow, NodeRow
+from kg.search import FALLBACK_WARNING
+
+HOP_DECAY = 0.5
+RECENCY_DAYS = 30.0
+
+
+class GraphSource(Protocol):
+    async def as_of(self) -> tuple[int, datetime | None]: ...
+    async def policies(self) -> list[Policy]: ...
+    async def nodes(self, node_ids: Sequence[str]) -> list[NodeRow]: ...
+    async def neighbours(
+        self,
+        frontier: Sequence[str],
+        *,
+        exclude: Sequence[str],
+        edge_types: Sequence[str],
+        node_types: Sequence[str],
+        limit: int,
+    ) -> list[tuple[EdgeRow, NodeRow]]: ...
+    async def edges_among(
+        self, node_ids: Sequence[str], edge_types: Sequence[str]
+    ) -> list[EdgeRow]: ...
+    async def semantic(
+        self, text: str, vector: str, k: int, node_types: Sequence[str]
+    ) -> list[tuple[str, float]]: ...
+
+
+@dataclass
+class _Reached:
+    row: NodeRow
+    verdict: NodeVerdict
+    score: float
+    reason: str
+    hop: int
+
+
+def weight_factor(weight: float) -> float:
+    """1.0 for the default weight 1, less for weaker edges, at most 2 for strong ones."""
+    return 2.0 * weight / (weight + 1.0)
+
+
+def recency_factor(updated_at: datetime, as_of: datetime | None) -> float:
+    """Between 0.8 (old) and 1.0 (changed at the as-of time). Relative to the as-of event's time,
+    never the wall clock, so a reproduction scores exactly the same."""
+    if as_of is None:
+        return 1.0
+    age_days = max(0.0, (as_of - updated_at).total_seconds() / 86400.0)
+    return 0.8 + 0.2 * math.exp(-age_days / RECENCY_DAYS)
+
+
+class ContextBuilder:
+    def __init__(self, source: GraphSource, embedder: EmbeddingProvider | None = None) -> None:
+        self.source = source
+        self.embedder = embedder
+
+    async def build(self, req: ContextRequest) -> ContextGraph:
+        as_of, as_of_time = await self.source.as_of()
+        governance = await self._governance(req)
+        warnings: list[str] = []
+        semantic: list[tuple[str, float]] = []
+        if req.mode == "semantic" or (req.mode == "policy_first" and not req.anchors):
+            semantic = await self._semantic_anchors(req)
+            if self.embedder is not None and self.embedder.is_fallback:
+                warnings.append(FALLBACK_WARNING)
+
+        reached, denied = await self._anchors(req, semantic, governance)
+        allowed_filter: set[str] = set()
+        if req.mode == "policy_first":
+            allowed_filter = await self._add_governing_policies(reached, denied, governance)
+
+        depth = await self._expand(req, reached, denied, governance, as_of_time, allowed_filter)
+        return await self._assemble(req, reached, governance, as_of, depth, semantic, warnings)
+
+    async def _governance(self, req: ContextRequest) -> Governance:
+        policies = {p.policy_id: p for p in await self.source.policies()}
+        unknown = [p for p in req.policies if p not in policies]
+        if unknown:
+            raise ValidationError(
+                f"unknown policy id(s) {', '.join(unknown)} in 'policies': list the project's "
+                "policies with `kg query --type Policy TEXT` and use their ids"
+            )
+        for policy_id in req.policies:  # requested policies apply to every node of this build
+            p = policies[policy_id]
+            policies[policy_id] = replace(p, rule=p.rule.model_copy(update={"scope": "project"}))
+        return Governance(policies)
+
+    async def _semantic_anchors(self, req: ContextRequest) -> list[tuple[str, float]]:
+        if self.embedder is None:
+            raise ValidationError(f"mode {req.mode!r} with a task text needs an embedder")
+        assert req.task is not None
+        vector = await query_vector(self.embedder, req.task)
+        return await self.source.semantic(req.task, vector, req.semantic_k, req.node_types)
+
+    async def _anchors(
+        self, req: ContextRequest, semantic: list[tuple[str, float]], gov: Governance
+    ) -> tuple[dict[str, _Reached], set[str]]:
+        wanted = list(dict.fromkeys([*req.anchors, *(n for n, _ in semantic)]))
+        rows = {r.node_id: r for r in await self.source.nodes(wanted)}
+        missing = [a for a in req.anchors if a not in rows]
+        if missing:
+            raise NotFoundError(
+                f"anchor node(s) {', '.join(missing)} not found in this project: check the ids "
+                "(`kg query TEXT` or the query_knowledge_graph tool finds nodes)"
+            )
+        similarity = dict(semantic)
+        reached: dict[str, _Reached] = {}
+        denied: set[str] = set()
+        for node_id in wanted:
+            row = rows.get(node_id)
+            if row is None:
+                continue
+            verdict = gov.admit(row.node_type, row.labels, row.governed_by)
+            if verdict.denied:
+                denied.add(node_id)
+            elif node_id in req.anchors:
+                reached[node_id] = _Reached(row, verdict, 1.0, "anchor", 0)
+            else:
+                sim = similarity[node_id]
+                reason = f"semantic match (similarity {sim:.3f})"
+                reached[node_id] = _Reached(row, verdict, max(sim, 0.05), reason, 0)
+        return reached, denied
+
+    async def _add_governing_policies(
+        self, reached: dict[str, _Reached], denied: set[str], gov: Governance
+    ) -> set[str]:
+        """policy_first: put the policies governing the anchors into the graph, and return the
+        allow_actions policies among them (expansion keeps only what those allow)."""
+        governing: dict[str, str] = {}
+        for anchor_id, item in sorted(reached.items()):
+            v = item.verdict
+            for policy_id in [*v.actions, *v.redacted_by, *item.row.governed_by]:
+                governing.setdefault(policy_id, anchor_id)
+        rows = await self.source.nodes(sorted(set(governing) - set(reached)))
+        for row in rows:
+            verdict = gov.admit(row.node_type, row.labels, row.governed_by)
+            if verdict.denied:
+                denied.add(row.node_id)
+                continue
+            reason = f"policy governing {governing[row.node_id]}"
+            reached[row.node_id] = _Reached(row, verdict, 0.99, reason, 0)
+        return {
+            p
+            for p in governing
+            if p in gov.policies and gov.policies[p].rule.effect == "allow_actions"
+        }
+
+    async def _expand(
+        self,
+        req: ContextRequest,
+        reached: dict[str, _Reached],
+        denied: set[str],
+        gov: Governance,
+        as_of_time: datetime | None,
+        allowed_filter: set[str],
+    ) -> int:
+        frontier = sorted(n for n, r in reached.items() if r.hop == 0)
+        limit = max(4 * req.max_nodes, 256)
+        depth = 0
+        for hop in range(1, req.max_depth + 1):
+            if not frontier:
+                break
+            rows = await self.source.neighbours(
+                frontier,
+                exclude=sorted(set(reached) | denied),
+                edge_types=req.edge_types,
+                node_types=req.node_types,
+                limit=limit,
+            )
+            new: dict[str, _Reached] = {}
+            for edge, row in rows:
+                node_id = row.node_id
+                parent_id = edge.from_node if edge.to_node == node_id else edge.to_node
+                parent = reached.get(parent_id)
+                if parent is None or node_id in denied or node_id in reached:
+                    continue
+                candidate = new.get(node_id)
+                verdict = (
+                    candidate.verdict
+                    if candidate
+                    else gov.admit(row.node_type, row.labels, row.governed_by)
+                )
+                if verdict.denied:
+                    denied.add(node_id)
+                    continue
+                if (
+                    allowed_filter
+                    and row.node_type != "Policy"
+                    and not (set(verdict.actions) & allowed_filter)
+                ):
+                    continue
+                score = (
+                    parent.score
+                    * HOP_DECAY
+                    * weight_factor(edge.weight)
+                    * recency_factor(row.updated_at, as_of_time)
+                )
+                reason = f"hop {hop} from {parent_id} via {edge.edge_type}"
+                if candidate is None or (score, reason) > (candidate.score, candidate.reason):
+                    new[node_id] = _Reached(row, verdict, score, reason, hop)
+            if new:
+                depth = hop
+            reached.update(new)
+            frontier = sorted(new)
+        return depth
+
+    async def _assemble(
+        self,
+        req: ContextRequest,
+        reached: dict[str, _Reached],
+        gov: Governance,
+        as_of: int,
+        depth: int,
+        semantic: list[tuple[str, float]],
+        warnings: list[str],
+    ) -> ContextGraph:
+        ranked = sorted(reached.values(), key=lambda r: (-round(r.score, 9), r.row.node_id))
+        truncated = len(ranked) > req.max_nodes
+        chosen: list[ContextNode] = []
+        tokens = 0
+        for item in ranked[: req.max_nodes]:
+            node = _context_node(item)
+            cost = estimate_tokens(node_line(node)) + 1
+            if req.token_budget is not None and chosen and tokens + cost > req.token_budget:
+                truncated = True
+                break
+            chosen.append(node)
+            tokens += cost
+        ids = [n.node_id for n in chosen]
+        edges = [
+            ContextEdge(e.edge_id, e.edge_type, e.from_node, e.to_node, e.weight)
+            for e in await self.source.edges_among(ids, req.edge_types)
+        ]
+        granted: dict[str, tuple[tuple[str, ...], list[str]]] = {}
+        for item in ranked[: len(chosen)]:
+            for policy_id, actions in item.verdict.actions.items():
+                granted.setdefault(policy_id, (actions, []))[1].append(item.row.node_id)
+        allowed: dict[str, dict[str, Any]] = {
+            p: {"actions": list(actions), "nodes": sorted(nodes)}
+            for p, (actions, nodes) in sorted(granted.items())
+        }
+        summary = GovernanceSummary(
+            policies_applied=tuple(sorted(gov.applied)),
+            excluded_by_policy=dict(sorted(gov.excluded.items())),
+            redacted_by_policy=dict(sorted(gov.redacted.items())),
+            excluded_count=gov.excluded_nodes,
+            redacted_count=sum(1 for n in chosen if n.redacted),
+            sensitive_count=sum(1 for r in ranked[: len(chosen)] if "sensitive" in r.row.labels),
+            allowed_actions=allowed,
+        )
+        rendering = render(req.mode, as_of, chosen, edges, allowed)
+        token_estimate = estimate_tokens(rendering)
+        budget = Budget(
+            req.max_nodes,
+            req.max_depth,
+            req.token_budget,
+            len(chosen),
+            depth,
+            token_estimate,
+            truncated,
+        )
+        content_hash = graph_hash(req.mode, as_of, chosen, edges, summary)
+        return ContextGraph(
+            mode=req.mode, nodes=tuple(chosen), edges=tuple(edges), governance=summary,
+            budget=budget, as_of_position=as_of, rendering=rendering,
+            token_estimate=token_estimate, content_hash=content_hash,
+            semantic_anchors=tuple((n, round(s, 6)) for n, s in semantic),
+            embedder=self.embedder.model_id if semantic and self.embedder else None,
+            warnings=tuple(warnings),
+        )  # fmt: skip
+
+
+def _context_node(item: _Reached) -> ContextNode:
+    row = item.row
+    if item.verdict.redacted:
+        return ContextNode(
+            row.node_id, row.node_type, "[redacted]", "", {}, (), round(item.score, 6),
+            item.reason, item.hop, redacted=True,
+        )  # fmt: skip
+    return ContextNode(
+        row.node_id, row.node_type, row.name, row.content, row.properties, row.labels,
+        round(item.score, 6), item.reason, item.hop,
+    )  # fmt: skip
+
+
+def graph_hash(
+    mode: str,
+    as_of: int,
+    nodes: Sequence[ContextNode],
+    edges: Sequence[ContextEdge],
+    governance: GovernanceSummary,
+) -> str:
+    """Hash of everything the agent was shown (not of the build's id or wall-clock time)."""
+    import hashlib
+    from dataclasses import asdict
+
+    body = {
+        "mode": mode,
+        "as_of": as_of,
+        "nodes": [asdict(n) for n in nodes],
+        "edges": [asdict(e) for e in edges],
+        "governance": asdict(governance),
+    }
+    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()

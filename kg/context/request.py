@@ -1,0 +1,42 @@
+"""What an agent asks for: a validated, frozen request (also the MCP tool's input schema)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Mode = Literal["anchor", "semantic", "policy_first"]
+
+
+class ContextRequest(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    anchors: tuple[str, ...] = Field(default=(), description="Node ids to start from")
+    task: str | None = Field(default=None, max_length=4000, description="What the agent is doing")
+    mode: Mode = "anchor"
+    max_nodes: int = Field(default=128, ge=1, le=1000)
+    max_depth: int = Field(default=2, ge=0, le=5)
+    token_budget: int | None = Field(default=None, ge=1, le=1_000_000)
+    node_types: tuple[str, ...] = Field(default=(), description="Only expand to these types")
+    edge_types: tuple[str, ...] = Field(default=(), description="Only follow these edge types")
+    policies: tuple[str, ...] = Field(
+        default=(), description="Extra policy ids applied to every node of this build"
+    )
+    semantic_k: int = Field(default=8, ge=1, le=50, description="Semantic matches used as anchors")
+    session_id: str | None = Field(default=None, max_length=200)
+    task_id: str | None = Field(default=None, max_length=200)
+
+    @model_validator(mode="after")
+    def _inputs_fit_mode(self) -> ContextRequest:
+        if self.mode == "anchor" and not self.anchors:
+            raise ValueError("mode 'anchor' needs at least one anchor node id")
+        if self.mode == "semantic" and not (self.task and self.task.strip()):
+            raise ValueError("mode 'semantic' needs a task text to embed")
+        if (
+            self.mode == "policy_first"
+            and not self.anchors
+            and not (self.task and self.task.strip())
+        ):
+            raise ValueError("mode 'policy_first' needs anchors or a task text")
+        return self

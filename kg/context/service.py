@@ -1,0 +1,119 @@
+"""Application functions for context graphs, shared by the CLI and the MCP tools."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import asyncpg
+import pydantic
+
+from kg.config import Scope
+from kg.context.builder import ContextBuilder
+from kg.context.request import ContextRequest
+from kg.context.result import ContextGraph
+from kg.embeddings.base import EmbeddingProvider
+from kg.errors import NotFoundError, ValidationError
+from kg.events import AppendResult, ContextGraphBuilt, ContextGraphUsed, EventMetadata
+from kg.events.base import describe_validation_error
+from kg.projections.graph_reader import GraphReader
+from kg.runtime import Runtime
+
+
+def parse_request(**fields: Any) -> ContextRequest:
+    """A :class:`ContextRequest`, or a :class:`ValidationError` naming each bad field."""
+    try:
+        return ContextRequest(**{k: v for k, v in fields.items() if v is not None})
+    except pydantic.ValidationError as exc:
+        raise ValidationError(describe_validation_error(exc, "context graph request")) from None
+
+
+async def build_in_snapshot(
+    pool: asyncpg.Pool, scope: Scope, request: ContextRequest, embedder: EmbeddingProvider | None
+) -> ContextGraph:
+    """Build from one consistent snapshot of the projection (no event is written)."""
+    async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+        await conn.execute("SELECT set_config('kg.tenant_id', $1, true)", scope.tenant_id)
+        return await ContextBuilder(GraphReader(conn, scope), embedder).build(request)
+
+
+def _needs_embedder(request: ContextRequest) -> bool:
+    return request.mode == "semantic" or (request.mode == "policy_first" and not request.anchors)
+
+
+async def build_context_graph(
+    rt: Runtime, request: ContextRequest, metadata: EventMetadata | None = None
+) -> ContextGraph:
+    """Build a context graph on the current log and record it as ``ContextGraphBuilt``."""
+    await rt.catch_up()
+    embedder = rt.embedder if _needs_embedder(request) else None
+    graph = await build_in_snapshot(rt.app_pool, rt.scope, request, embedder)
+    graph_id = f"cg_{uuid.uuid4().hex}"
+    event = ContextGraphBuilt(
+        context_graph_id=graph_id,
+        mode=graph.mode,
+        request=request.model_dump(mode="json"),
+        as_of_position=graph.as_of_position,
+        node_ids=tuple(n.node_id for n in graph.nodes),
+        edge_ids=tuple(e.edge_id for e in graph.edges),
+        content_hash=graph.content_hash,
+        policies_applied=graph.governance.policies_applied,
+        excluded_count=graph.governance.excluded_count,
+        redacted_count=graph.governance.redacted_count,
+        semantic_anchors=graph.semantic_anchors,
+        embedder=graph.embedder,
+        token_estimate=graph.token_estimate,
+    )
+    meta = metadata or EventMetadata(session_id=request.session_id)
+    await rt.store.append(
+        rt.scope, f"context_graph:{graph_id}", [event], expected_version=0, metadata=meta
+    )
+    return replace(graph, context_graph_id=graph_id)
+
+
+async def record_context_usage(
+    rt: Runtime,
+    context_graph_id: str,
+    tool_call_id: str,
+    usage_type: str = "read",
+    node_ids: Sequence[str] = (),
+    metadata: EventMetadata | None = None,
+) -> AppendResult:
+    """Record that a tool call used a context graph (or some of its nodes). Retrying the same
+    tool call is a no-op."""
+    await rt.catch_up()
+    async with rt.app_pool.acquire() as conn, conn.transaction():
+        await conn.execute("SELECT set_config('kg.tenant_id', $1, true)", rt.scope.tenant_id)
+        shown = await conn.fetchval(
+            "SELECT node_ids FROM context_graphs WHERE tenant_id = $1 AND project_id = $2 "
+            "AND context_graph_id = $3",
+            rt.scope.tenant_id, rt.scope.project_id, context_graph_id,
+        )  # fmt: skip
+    if shown is None:
+        raise NotFoundError(
+            f"context graph {context_graph_id!r} not found in this project: use the "
+            "context_graph_id returned by build_context_graph"
+        )
+    unknown = set(node_ids) - set(shown)
+    if unknown:
+        # Not echoed: an id outside the graph may be one a policy hid from it.
+        raise ValidationError(
+            f"{len(unknown)} of the node ids are not in context graph {context_graph_id}: "
+            "list only nodes the graph contained"
+        )
+    try:
+        event = ContextGraphUsed(
+            context_graph_id=context_graph_id, tool_call_id=tool_call_id,
+            usage_type=usage_type, node_ids=tuple(node_ids),
+        )  # fmt: skip
+    except pydantic.ValidationError as exc:
+        raise ValidationError(describe_validation_error(exc, "context usage")) from None
+    return await rt.store.append(
+        rt.scope,
+        f"context_graph:{context_graph_id}",
+        [event],
+        idempotency_key=f"usage:{context_graph_id}:{tool_call_id}",
+        metadata=metadata or EventMetadata(tool_call_id=tool_call_id),
+    )

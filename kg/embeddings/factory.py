@@ -1,0 +1,104 @@
+"""Pick an embedding provider from configuration (``KG_EMBEDDER`` and friends).
+
+``KG_EMBEDDER`` is one of ``auto`` (default), ``minilm``, ``hashing`` or ``openai``. ``auto``
+means MiniLM when torch, sentence-transformers and the packaged model are installed, else the
+hashing fallback; the check only looks for the packages, it loads nothing. The openai provider
+also reads ``KG_EMBEDDER_URL``, ``KG_EMBEDDER_MODEL`` and ``KG_EMBEDDER_API_KEY``;
+``KG_EMBEDDER_DIMENSIONS`` sets (hashing), requests and checks (openai) or checks (minilm)
+the vector size.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+from collections.abc import Mapping
+
+from kg.errors import ConfigurationError
+
+from .base import DEFAULT_DIMENSIONS, EmbeddingProvider
+from .hashing import HashingEmbedder
+from .openai_http import OpenAICompatibleEmbedder
+from .sentence import MODEL_PACKAGE, SentenceTransformerEmbedder
+
+VALID_EMBEDDERS = ("auto", "minilm", "hashing", "openai")
+
+_log = logging.getLogger(__name__)
+
+
+def minilm_available() -> bool:
+    """Whether the MiniLM provider's packages are installed (none of them is imported)."""
+    return all(
+        importlib.util.find_spec(module) is not None
+        for module in ("torch", "sentence_transformers", MODEL_PACKAGE)
+    )
+
+
+def provider_from_config(
+    name: str | None = None, env: Mapping[str, str] | None = None
+) -> EmbeddingProvider:
+    """Build the provider named by ``name``, else by ``env["KG_EMBEDDER"]``, else ``auto``.
+
+    ``env`` defaults to ``os.environ``; pass a dict in tests.
+    """
+    env = os.environ if env is None else env
+    chosen = (name if name is not None else env.get("KG_EMBEDDER", "")).strip().lower() or "auto"
+    dimensions = _dimensions(env)
+    if chosen == "auto":
+        if minilm_available():
+            chosen = "minilm"
+        else:
+            _log.warning(
+                "KG_EMBEDDER=auto: sentence-transformers or the MiniLM package is not "
+                "installed, using the lexical hashing fallback (no semantic similarity)"
+            )
+            chosen = "hashing"
+    if chosen == "hashing":
+        return HashingEmbedder(dimensions or DEFAULT_DIMENSIONS)
+    if chosen == "minilm":
+        if dimensions not in (None, DEFAULT_DIMENSIONS):
+            raise ConfigurationError(
+                f"KG_EMBEDDER_DIMENSIONS={dimensions}, but MiniLM vectors have "
+                f"{DEFAULT_DIMENSIONS} dimensions: unset it or choose another KG_EMBEDDER."
+            )
+        return SentenceTransformerEmbedder()
+    if chosen == "openai":
+        return _openai(env, dimensions)
+    raise ConfigurationError(
+        f"unknown embedder {chosen!r} (from KG_EMBEDDER or the --embedder option); "
+        f"choose one of: {', '.join(VALID_EMBEDDERS)}."
+    )
+
+
+def _dimensions(env: Mapping[str, str]) -> int | None:
+    raw = env.get("KG_EMBEDDER_DIMENSIONS", "").strip()
+    if not raw:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ConfigurationError(
+            f"KG_EMBEDDER_DIMENSIONS={raw!r} is not a positive integer; unset it to use the "
+            "provider's own size."
+        )
+    return value
+
+
+def _openai(env: Mapping[str, str], dimensions: int | None) -> OpenAICompatibleEmbedder:
+    url = env.get("KG_EMBEDDER_URL", "").strip()
+    model = env.get("KG_EMBEDDER_MODEL", "").strip()
+    missing = [
+        var for var, value in (("KG_EMBEDDER_URL", url), ("KG_EMBEDDER_MODEL", model)) if not value
+    ]
+    if missing:
+        raise ConfigurationError(
+            f"KG_EMBEDDER=openai needs {' and '.join(missing)}, e.g. "
+            "KG_EMBEDDER_URL=http://localhost:11434/v1 KG_EMBEDDER_MODEL=nomic-embed-text "
+            "(Ollama) or KG_EMBEDDER_URL=https://api.openai.com/v1 "
+            "KG_EMBEDDER_MODEL=text-embedding-3-small with KG_EMBEDDER_API_KEY."
+        )
+    api_key = env.get("KG_EMBEDDER_API_KEY", "").strip() or None
+    return OpenAICompatibleEmbedder(url, model, api_key=api_key, dimensions=dimensions)

@@ -1,0 +1,64 @@
+"""The one enforcement point: which nodes a context graph may contain, and in what form.
+
+Works on plain values (node type, labels, the policies attached by GOVERNED_BY edges); the SQL
+that fetches them lives with the projections.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from kg.policies.model import NodeVerdict, Policy
+
+
+@dataclass
+class Governance:
+    """Running tally of what the policies did during one build. Never holds denied content:
+    only policy ids and counts."""
+
+    policies: dict[str, Policy]
+    excluded: Counter[str] = field(default_factory=Counter)
+    redacted: Counter[str] = field(default_factory=Counter)
+    applied: set[str] = field(default_factory=set)
+    excluded_nodes: int = 0
+
+    def verdict(
+        self, node_type: str, labels: Iterable[str], governed_by: Sequence[str]
+    ) -> NodeVerdict:
+        """Decide one node. Deny wins over redact; allow_actions only adds permissions."""
+        labels = tuple(labels)
+        verdict = NodeVerdict()
+        applicable = [self.policies[p] for p in governed_by if p in self.policies]
+        applicable += [
+            p for p in self.policies.values()
+            if p.policy_id not in governed_by and p.selects(node_type, labels)
+        ]  # fmt: skip
+        for policy in applicable:
+            effect = policy.rule.effect
+            if effect == "deny":
+                verdict.denied_by.append(policy.policy_id)
+            elif effect == "redact":
+                verdict.redacted_by.append(policy.policy_id)
+            else:
+                verdict.actions[policy.policy_id] = policy.rule.actions
+        return verdict
+
+    def admit(
+        self, node_type: str, labels: Iterable[str], governed_by: Sequence[str]
+    ) -> NodeVerdict:
+        """Decide one node and count the decision (call once per distinct node)."""
+        labels = tuple(labels)
+        verdict = self.verdict(node_type, labels, governed_by)
+        if verdict.denied:
+            self.excluded_nodes += 1
+            for policy_id in verdict.denied_by:
+                self.excluded[policy_id] += 1
+                self.applied.add(policy_id)
+            return verdict
+        for policy_id in verdict.redacted_by:
+            self.redacted[policy_id] += 1
+            self.applied.add(policy_id)
+        self.applied.update(verdict.actions)
+        return verdict

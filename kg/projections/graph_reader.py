@@ -1,0 +1,179 @@
+"""Read queries over kg_nodes / kg_edges for the context builder: one round trip per call.
+
+The reader runs inside the caller's transaction (REPEATABLE READ, so every query of one build
+sees the same snapshot, consistent with the checkpoint it reports as the as-of position).
+Every query filters on tenant and project in SQL; RLS backs that up on the application role.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from kg.config import Scope
+from kg.policies.model import Policy, PolicyRule
+from kg.search import search_in_transaction
+
+
+@dataclass(frozen=True)
+class NodeRow:
+    node_id: str
+    node_type: str
+    name: str
+    content: str
+    properties: dict[str, Any]
+    labels: tuple[str, ...]
+    updated_at: datetime
+    governed_by: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class EdgeRow:
+    edge_id: str
+    edge_type: str
+    from_node: str
+    to_node: str
+    weight: float
+
+
+_NODE_COLS = """n.node_id, n.node_type, n.name, n.content, n.properties, n.labels, n.updated_at,
+       ARRAY(SELECT g.to_node FROM kg_edges g
+              WHERE g.tenant_id = n.tenant_id AND g.project_id = n.project_id
+                AND g.from_node = n.node_id AND g.edge_type = 'GOVERNED_BY'
+              ORDER BY g.to_node) AS governed_by"""
+
+_NODES = f"""
+SELECT {_NODE_COLS}
+  FROM kg_nodes n
+ WHERE n.tenant_id = $1 AND n.project_id = $2 AND n.node_id = ANY($3::text[])
+"""
+
+_NEIGHBOURS = f"""
+WITH hop AS (
+    SELECT e.edge_id, e.edge_type, e.from_node, e.to_node, e.weight, e.to_node AS other
+      FROM kg_edges e
+     WHERE e.tenant_id = $1 AND e.project_id = $2 AND e.from_node = ANY($3::text[])
+       AND ($4::text[] IS NULL OR e.edge_type = ANY($4))
+    UNION ALL
+    SELECT e.edge_id, e.edge_type, e.from_node, e.to_node, e.weight, e.from_node AS other
+      FROM kg_edges e
+     WHERE e.tenant_id = $1 AND e.project_id = $2 AND e.to_node = ANY($3::text[])
+       AND ($4::text[] IS NULL OR e.edge_type = ANY($4))
+), picked AS (
+    SELECT * FROM hop WHERE NOT (other = ANY($6::text[]))
+     ORDER BY weight DESC, edge_id LIMIT $7
+)
+SELECT p.edge_id, p.edge_type, p.from_node, p.to_node, p.weight, {_NODE_COLS}
+  FROM picked p
+  JOIN kg_nodes n ON n.tenant_id = $1 AND n.project_id = $2 AND n.node_id = p.other
+ WHERE ($5::text[] IS NULL OR n.node_type = ANY($5))
+ ORDER BY p.weight DESC, p.edge_id
+"""
+
+_EDGES_AMONG = """
+SELECT edge_id, edge_type, from_node, to_node, weight
+  FROM kg_edges
+ WHERE tenant_id = $1 AND project_id = $2
+   AND from_node = ANY($3::text[]) AND to_node = ANY($3::text[])
+   AND ($4::text[] IS NULL OR edge_type = ANY($4))
+ ORDER BY edge_id
+"""
+
+_POLICIES = """
+SELECT node_id, name, properties -> 'rule' AS rule, project_id
+  FROM kg_nodes
+ WHERE tenant_id = $1 AND node_type = 'Policy' AND properties ? 'rule'
+   AND (project_id = $2 OR properties -> 'rule' ->> 'scope' = 'tenant')
+ ORDER BY node_id
+"""
+
+# Recency is measured against the project's newest node change, not the wall clock and not the
+# log head: building (and logging) a context graph does not age the graph it was built from.
+_AS_OF = """
+SELECT c.position,
+       (SELECT max(n.updated_at) FROM kg_nodes n WHERE n.tenant_id = $1 AND n.project_id = $2) AS at
+  FROM projection_checkpoints c WHERE c.name = 'kg_nodes'
+"""
+
+
+def _node(row: asyncpg.Record, offset: int = 0) -> NodeRow:
+    r = list(row.values())[offset:]
+    return NodeRow(r[0], r[1], r[2], r[3], r[4], tuple(r[5]), r[6], tuple(r[7]))
+
+
+def _opt(values: Sequence[str]) -> list[str] | None:
+    return list(values) if values else None
+
+
+class GraphReader:
+    def __init__(self, conn: asyncpg.Connection, scope: Scope) -> None:
+        self.conn = conn
+        self.scope = scope
+
+    async def as_of(self) -> tuple[int, datetime | None]:
+        """The log position the projection reflects, and the time of that event."""
+        row = await self.conn.fetchrow(_AS_OF, self.scope.tenant_id, self.scope.project_id)
+        if row is None:
+            return 0, None
+        return int(row["position"]), row["at"]
+
+    async def policies(self) -> list[Policy]:
+        rows = await self.conn.fetch(_POLICIES, self.scope.tenant_id, self.scope.project_id)
+        return [
+            Policy(r["node_id"], r["name"], PolicyRule.model_validate(r["rule"]), r["project_id"])
+            for r in rows
+        ]
+
+    async def nodes(self, node_ids: Sequence[str]) -> list[NodeRow]:
+        rows = await self.conn.fetch(
+            _NODES, self.scope.tenant_id, self.scope.project_id, list(node_ids)
+        )
+        return [_node(r) for r in rows]
+
+    async def neighbours(
+        self,
+        frontier: Sequence[str],
+        *,
+        exclude: Sequence[str],
+        edge_types: Sequence[str],
+        node_types: Sequence[str],
+        limit: int,
+    ) -> list[tuple[EdgeRow, NodeRow]]:
+        """Edges touching the frontier (either direction) with the node at their other end,
+        strongest first, skipping nodes in ``exclude`` (already reached)."""
+        rows = await self.conn.fetch(
+            _NEIGHBOURS,
+            self.scope.tenant_id,
+            self.scope.project_id,
+            list(frontier),
+            _opt(edge_types),
+            _opt(node_types),
+            list(exclude),
+            limit,
+        )
+        return [(EdgeRow(r[0], r[1], r[2], r[3], float(r[4])), _node(r, 5)) for r in rows]
+
+    async def edges_among(
+        self, node_ids: Sequence[str], edge_types: Sequence[str]
+    ) -> list[EdgeRow]:
+        rows = await self.conn.fetch(
+            _EDGES_AMONG,
+            self.scope.tenant_id,
+            self.scope.project_id,
+            list(node_ids),
+            _opt(edge_types),
+        )
+        return [EdgeRow(r[0], r[1], r[2], r[3], float(r[4])) for r in rows]
+
+    async def semantic(
+        self, text: str, vector: str, k: int, node_types: Sequence[str]
+    ) -> list[tuple[str, float]]:
+        """The ``k`` best hybrid (vector + full-text) matches for a task text."""
+        hits = await search_in_transaction(
+            self.conn, self.scope, text, "hybrid", _opt(node_types), k, vector, max(4 * k, 40)
+        )
+        return [(h.node_id, h.similarity or 0.0) for h in hits]
