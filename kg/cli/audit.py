@@ -30,3 +30,18 @@ def verify() -> None:
 
     if not run(go):
         raise typer.Exit(1)
+
+
+@audit_app.command("context")
+def context(context_graph_id: str = typer.Argument(..., help="A logged context graph id.")) -> None:
+    """Re-derive a logged context graph from the log at its as-of position; exit 1 on mismatch."""
+    from kg.context.reproduce import reproduce_context_graph
+
+    async def go() -> bool:
+        async with open_runtime() as rt:
+            result = await reproduce_context_graph(rt, context_graph_id)
+        (console if result.matches else err_console).print(str(result))
+        return result.matches
+
+    if not run(go):
+        raise typer.Exit(1)

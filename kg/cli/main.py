@@ -6,6 +6,7 @@ import typer
 
 from kg.cli import db
 from kg.cli.audit import audit_app
+from kg.cli.context import context_app
 from kg.cli.demo import demo
 from kg.cli.projections import projections_app
 from kg.cli.query import query
@@ -23,4 +24,5 @@ app.command("demo")(demo)
 app.add_typer(db.db_app, name="db")
 app.add_typer(audit_app, name="audit")
 app.add_typer(projections_app, name="projections")
+app.add_typer(context_app, name="context")
 app.command("query")(query)

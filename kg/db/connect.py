@@ -62,12 +62,20 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
 
 
 async def create_pool(
-    url: str, *, app_role: bool = True, min_size: int = 1, max_size: int = 10, **kwargs: Any
+    url: str,
+    *,
+    app_role: bool = True,
+    min_size: int = 1,
+    max_size: int = 10,
+    search_path: str | None = None,
+    **kwargs: Any,
 ) -> asyncpg.Pool:
     """Open a pool; ``app_role`` switches every connection to the restricted ``kg_app`` role."""
     settings: dict[str, str] = {"application_name": "kg"}
     if app_role:
         settings["role"] = APP_ROLE
+    if search_path:
+        settings["search_path"] = search_path
     try:
         pool = await asyncpg.create_pool(
             asyncpg_url(url),

@@ -38,13 +38,14 @@ class ProjectionRunner:
         ctx: ProjectionContext,
         *,
         batch_size: int = 2000,
+        maintain_indexes: bool = True,
     ) -> None:
         self._pool = pool
         self._store = EventStore(pool)
         self.projections = list(projections)
         self.ctx = ctx
         self.batch_size = batch_size
-        self._indexes_checked = False
+        self._indexes_checked = not maintain_indexes
 
     def _select(self, names: Sequence[str] | None) -> list[Projection]:
         if not names:
@@ -72,8 +73,11 @@ class ProjectionRunner:
         positions = {r["name"]: r["position"] for r in rows}
         return [ProjectionStatus(p.name, positions[p.name], head) for p in self.projections]
 
-    async def catch_up(self, names: Sequence[str] | None = None) -> int:
-        """Apply everything new to the selected projections; returns the events applied."""
+    async def catch_up(
+        self, names: Sequence[str] | None = None, *, until: int | None = None
+    ) -> int:
+        """Apply everything new (up to position ``until``, if given) to the selected
+        projections; returns the events applied."""
         selected = self._select(names)
         async with self._pool.acquire() as conn:
             await self._ensure_rows(conn)
@@ -84,12 +88,12 @@ class ProjectionRunner:
                 self._indexes_checked = True
         applied = 0
         while True:
-            n = await self._apply_next_batch(selected)
+            n = await self._apply_next_batch(selected, until)
             if n == 0:
                 return applied
             applied += n
 
-    async def _apply_next_batch(self, selected: list[Projection]) -> int:
+    async def _apply_next_batch(self, selected: list[Projection], until: int | None) -> int:
         async with self._pool.acquire() as conn, conn.transaction():
             rows = await conn.fetch(
                 "SELECT name, position FROM projection_checkpoints WHERE name = ANY($1) "
@@ -98,7 +102,10 @@ class ProjectionRunner:
             )
             checkpoints = {r["name"]: r["position"] for r in rows}
             start = min(checkpoints.values())
-            events = await self._store.read_all(start, limit=self.batch_size)
+            limit = self.batch_size if until is None else min(self.batch_size, until - start)
+            if limit <= 0:
+                return 0
+            events = await self._store.read_all(start, limit=limit)
             if not events:
                 return 0
             for projection in selected:

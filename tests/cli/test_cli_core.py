@@ -36,7 +36,7 @@ async def test_status_reports_database_revision_count_and_position(
     out = kg("status", env=env, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "external PostgreSQL" in out.stdout
-    assert "schema:        0001" in out.stdout
+    assert "schema:        0003 (head)" in out.stdout
     assert "3 in this project" in out.stdout
     assert "last position: 3" in out.stdout
 
@@ -81,15 +81,18 @@ def test_status_on_an_unmigrated_database_says_to_upgrade(
 
 def test_demo_runs_on_the_embedded_database_and_is_idempotent(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "KG_DATABASE_URL"}
+    env["KG_EMBEDDER"] = "hashing"
     (tmp_path / ".git").mkdir()  # makes tmp_path the project root
     first = kg("demo", env=env, cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     assert "embedded PostgreSQL in" in first.stdout and str(tmp_path / ".kg") in first.stdout
-    assert "audit verify: ok, 7 events" in first.stdout
+    assert "- **component:checkout** (Component; anchor)" in first.stdout
+    assert "Card vault" not in first.stdout, "the secret document is denied by policy"
+    assert "audit context: MATCH" in first.stdout
+    assert "audit verify: ok, 16 events" in first.stdout, "15 demo events + the logged build"
 
     second = kg("demo", env=env, cwd=tmp_path)
-    assert "already present" in second.stdout
-    assert "7 in the log" in second.stdout, (
-        "a rerun reuses the same data folder and appends nothing"
-    )
+    assert second.returncode == 0, second.stderr
+    assert "already present" in second.stdout, "the same data folder is reused"
+    assert "audit verify: ok, 17 events" in second.stdout, "only the new build was appended"
     assert not (tmp_path / ".kg" / "pgdata" / "postmaster.pid").exists(), "server stopped on exit"

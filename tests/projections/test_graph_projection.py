@@ -176,9 +176,7 @@ async def test_status_shows_position_and_lag(
     store: EventStore, scope: Scope, runner: ProjectionRunner
 ) -> None:
     await store.append(scope, "s", [doc(1), doc(2)])
-    assert {(s.name, s.lag) for s in await runner.status()} == {("kg_nodes", 2), ("kg_edges", 2)}
+    names = {"kg_nodes", "kg_edges", "context_graphs", "context_graph_usage"}
+    assert {(s.name, s.lag) for s in await runner.status()} == {(n, 2) for n in names}
     await runner.catch_up()
-    assert {(s.name, s.position, s.lag) for s in await runner.status()} == {
-        ("kg_nodes", 2, 0),
-        ("kg_edges", 2, 0),
-    }
+    assert {(s.name, s.position, s.lag) for s in await runner.status()} == {(n, 2, 0) for n in names}

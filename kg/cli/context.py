@@ -1,0 +1,82 @@
+"""``kg context build|use``: the agent's read path, from the terminal."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+from kg.cli.common import console, err_console, run
+from kg.context.request import ContextRequest
+from kg.context.service import build_context_graph, parse_request, record_context_usage
+from kg.events import EventMetadata
+from kg.runtime import open_runtime
+
+context_app = typer.Typer(help="Build and use context graphs.", no_args_is_help=True)
+
+
+@context_app.command("build")
+def build(
+    anchor: list[str] = typer.Option(None, "--anchor", "-a", help="Anchor node id (repeatable)."),
+    task: str = typer.Option(None, "--task", "-t", help="Task text (semantic, policy_first)."),
+    mode: str = typer.Option("anchor", help="anchor, semantic or policy_first."),
+    max_nodes: int = typer.Option(128, help="Node budget."),
+    max_depth: int = typer.Option(2, help="Hops from the anchors."),
+    token_budget: int = typer.Option(None, help="Token budget for the rendering."),
+    node_type: list[str] = typer.Option(None, "--type", help="Only expand to these node types."),
+    edge_type: list[str] = typer.Option(None, "--edge", help="Only follow these edge types."),
+    policy: list[str] = typer.Option(None, "--policy", help="Extra policy id to apply."),
+    session: str = typer.Option(None, help="Session id, recorded with the build."),
+    as_json: bool = typer.Option(False, "--json", help="Print the whole result as JSON."),
+) -> None:
+    """Build a context graph, log it, and print its Markdown rendering (or JSON)."""
+    request = run_parse(
+        anchors=anchor or None, task=task, mode=mode, max_nodes=max_nodes, max_depth=max_depth,
+        token_budget=token_budget, node_types=node_type or None, edge_types=edge_type or None,
+        policies=policy or None, session_id=session,
+    )  # fmt: skip
+
+    async def go() -> None:
+        async with open_runtime() as rt:
+            graph = await build_context_graph(
+                rt, request, EventMetadata(actor="kg cli", session_id=session)
+            )
+        if as_json:
+            console.print_json(json.dumps(graph.to_dict(), default=str))
+            return
+        console.print(graph.rendering, markup=False)
+        gov = graph.governance
+        console.print(
+            f"context_graph_id {graph.context_graph_id}; {len(graph.nodes)} nodes, "
+            f"{len(graph.edges)} edges, ~{graph.token_estimate} tokens; excluded by policy "
+            f"{gov.excluded_count}, redacted {gov.redacted_count}, sensitive {gov.sensitive_count}"
+        )
+        for warning in graph.warnings:
+            err_console.print(f"[bold yellow]warning:[/] {warning}")
+
+    run(go)
+
+
+def run_parse(**fields: object) -> ContextRequest:
+    async def go() -> ContextRequest:
+        return parse_request(**fields)
+
+    return run(go)
+
+
+@context_app.command("use")
+def use(
+    context_graph_id: str = typer.Argument(..., help="The id build printed."),
+    tool_call: str = typer.Option(..., "--tool-call", help="Id of the tool call that used it."),
+    usage: str = typer.Option("read", help="How it was used (read, edit, ...)."),
+    node: list[str] = typer.Option(None, "--node", help="Node actually used (repeatable)."),
+) -> None:
+    """Record that a tool call used a context graph (ContextGraphUsed)."""
+
+    async def go() -> None:
+        async with open_runtime() as rt:
+            result = await record_context_usage(rt, context_graph_id, tool_call, usage, node or ())
+        state = "already recorded" if result.duplicate else "recorded"
+        console.print(f"usage {state} at position {result.last_position}")
+
+    run(go)

@@ -1,0 +1,83 @@
+"""Reproduce a logged context graph from the log at its as-of position (invariant 7)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from kg.audit.replay import create_replay_schema, drop_replay_schema, replay, schema_pool
+from kg.context.request import ContextRequest
+from kg.context.service import build_in_snapshot
+from kg.errors import EmbeddingError, NotFoundError
+from kg.events.envelope import RecordedEvent
+from kg.runtime import Runtime
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    context_graph_id: str
+    as_of_position: int
+    recorded_hash: str
+    reproduced_hash: str
+    missing_nodes: tuple[str, ...]
+    extra_nodes: tuple[str, ...]
+
+    @property
+    def matches(self) -> bool:
+        return self.recorded_hash == self.reproduced_hash
+
+    def __str__(self) -> str:
+        verdict = "MATCH" if self.matches else "MISMATCH"
+        text = (
+            f"{verdict}: context graph {self.context_graph_id} re-derived at position "
+            f"{self.as_of_position}: recorded {self.recorded_hash[:16]}…, reproduced "
+            f"{self.reproduced_hash[:16]}…"
+        )
+        if self.missing_nodes or self.extra_nodes:
+            text += f" (missing {list(self.missing_nodes)}, extra {list(self.extra_nodes)})"
+        return text
+
+
+async def logged_build(rt: Runtime, context_graph_id: str) -> RecordedEvent:
+    events = await rt.store.read_stream(rt.scope, f"context_graph:{context_graph_id}")
+    built = [e for e in events if e.event_type == "ContextGraphBuilt"]
+    if not built:
+        raise NotFoundError(
+            f"context graph {context_graph_id!r} is not in this project's log: use an id "
+            "returned by build_context_graph (kg audit trail lists them)"
+        )
+    return built[0]
+
+
+async def reproduce_context_graph(rt: Runtime, context_graph_id: str) -> Reproduction:
+    """Replay the log up to the graph's as-of position into a scratch schema, build the same
+    request there, and compare hashes. The scratch schema is dropped afterwards."""
+    event = await logged_build(rt, context_graph_id)
+    payload = event.payload
+    request = ContextRequest.model_validate(payload["request"])
+    embedder = None
+    if payload.get("embedder"):
+        embedder = rt.embedder
+        if embedder.model_id != payload["embedder"]:
+            raise EmbeddingError(
+                f"context graph {context_graph_id} embedded its task with {payload['embedder']}, "
+                f"but the configured embedder is {embedder.model_id}: set KG_EMBEDDER to match"
+            )
+    as_of = int(payload["as_of_position"])
+    schema = f"kg_repro_{uuid.uuid4().hex[:12]}"
+    await create_replay_schema(rt.system_pool, schema)
+    try:
+        await replay(rt.url, schema, as_of, rt.embedder)
+        async with schema_pool(rt.url, schema) as pool:
+            graph = await build_in_snapshot(pool, rt.scope, request, embedder)
+    finally:
+        await drop_replay_schema(rt.system_pool, schema)
+    recorded, reproduced = set(payload["node_ids"]), {n.node_id for n in graph.nodes}
+    return Reproduction(
+        context_graph_id,
+        as_of,
+        payload["content_hash"],
+        graph.content_hash,
+        tuple(sorted(recorded - reproduced)),
+        tuple(sorted(reproduced - recorded)),
+    )
