@@ -16,24 +16,24 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import fresh_database, machine, median, percentile  # noqa: E402
-from synthetic import WORDS, append_all, graph_events  # noqa: E402
+from common import fresh_database, machine, median, percentile
+from synthetic import VOCAB, WORDS, Vocabulary, append_all, graph_events
 
-from kg.config import Scope  # noqa: E402
-from kg.db.connect import create_pool  # noqa: E402
-from kg.embeddings import HashingEmbedder, SentenceTransformerEmbedder  # noqa: E402
-from kg.events import EventStore  # noqa: E402
-from kg.projections import ProjectionContext, ProjectionRunner, default_projections  # noqa: E402
-from kg.search import search  # noqa: E402
+from kg.config import Scope
+from kg.db.connect import create_pool
+from kg.embeddings import HashingEmbedder, SentenceTransformerEmbedder
+from kg.events import EventStore
+from kg.projections import ProjectionContext, ProjectionRunner, default_projections
+from kg.search import search
 
 SCOPE = Scope("bench", "p")
 
 
-async def build(n: int, edges_per_node: int) -> tuple[str, dict[str, float]]:
+async def build(n: int, edges_per_node: int, vocab: Vocabulary) -> tuple[str, dict[str, float]]:
     url = fresh_database()
     app = await create_pool(url, app_role=True)
     system = await create_pool(url, app_role=False)
-    events = graph_events(n, edges_per_node)
+    events = graph_events(n, edges_per_node, vocab=vocab)
     await append_all(EventStore(app), SCOPE, events)
     runner = ProjectionRunner(system, default_projections(), ProjectionContext(HashingEmbedder()))
     start = time.perf_counter()
@@ -57,7 +57,9 @@ async def minilm_catch_up(n: int) -> float:
     system = await create_pool(url, app_role=False)
     events = graph_events(n, 0)
     await append_all(EventStore(app), SCOPE, events)
-    runner = ProjectionRunner(system, default_projections(), ProjectionContext(SentenceTransformerEmbedder()))
+    runner = ProjectionRunner(
+        system, default_projections(), ProjectionContext(SentenceTransformerEmbedder())
+    )
     runner.ctx.embedder.embed(["warm up"])
     start = time.perf_counter()
     await runner.catch_up()
@@ -67,10 +69,13 @@ async def minilm_catch_up(n: int) -> float:
     return rate
 
 
-async def search_latency(url: str, queries: int, embedder: object, mode: str = "hybrid") -> tuple[float, float]:
+async def search_latency(
+    url: str, queries: int, embedder: object, mode: str = "hybrid"
+) -> tuple[float, float]:
     app = await create_pool(url, app_role=True)
     rng = random.Random(3)
-    texts = [" ".join(rng.sample(WORDS, 3)) + f" {i}" for i in range(queries)]
+    # Two domain words and one word from the corpus: realistic, distinct queries.
+    texts = [" ".join(rng.sample(WORDS, 2) + VOCAB.sample(rng, 1)) for _ in range(queries)]
     for t in texts[:10]:  # warm-up
         await search(app, SCOPE, t, mode=mode, embedder=embedder, limit=10)  # type: ignore[arg-type]
     times = []
@@ -82,16 +87,26 @@ async def search_latency(url: str, queries: int, embedder: object, mode: str = "
     return percentile(times, 50), percentile(times, 95)
 
 
-async def main(sizes: list[int], queries: int, edges_per_node: int, minilm_n: int) -> None:
-    print(f"Machine: {machine()}\n")
-    print("| graph | events | catch-up, embeddings computed (hashing) ev/s | catch-up, embeddings cached (rebuild, median of 3) ev/s |")
+async def main(
+    sizes: list[int], queries: int, edges_per_node: int, minilm_n: int, vocabulary: str
+) -> None:
+    print(f"Machine: {machine()}; vocabulary: {vocabulary}\n")
+    print(
+        "| graph | events | catch-up, embeddings computed (hashing) ev/s | catch-up, embeddings cached (rebuild, median of 3) ev/s |"
+    )
     print("| --- | ---: | ---: | ---: |")
     urls = {}
     for n in sizes:
-        url, r = await build(n, edges_per_node)
+        url, r = await build(n, edges_per_node, Vocabulary(vocabulary))
         urls[n] = url
-        print(f"| {n:,} nodes, {edges_per_node} edges/node | {r['events']:,.0f} | {r['computed']:,.0f} | {r['cached']:,.0f} |")
-    print(f"\nMiniLM catch-up (embeddings computed), {minilm_n:,} node events: {await minilm_catch_up(minilm_n):,.0f} ev/s\n")
+        print(
+            f"| {n:,} nodes, {edges_per_node} edges/node | {r['events']:,.0f} | {r['computed']:,.0f} | {r['cached']:,.0f} |"
+        )
+    if minilm_n:
+        rate = await minilm_catch_up(minilm_n)
+        print(
+            f"\nMiniLM catch-up (embeddings computed), {minilm_n:,} node events: {rate:,.0f} ev/s\n"
+        )
     print("| graph | mode | query embedder | p50 ms | p95 ms |")
     print("| --- | --- | --- | ---: | ---: |")
     minilm = SentenceTransformerEmbedder()
@@ -113,5 +128,8 @@ if __name__ == "__main__":
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--edges-per-node", type=int, default=3)
     parser.add_argument("--minilm-nodes", type=int, default=2000)
+    parser.add_argument("--vocabulary", choices=["zipf", "small"], default="zipf")
     args = parser.parse_args()
-    asyncio.run(main(args.sizes, args.queries, args.edges_per_node, args.minilm_nodes))
+    asyncio.run(
+        main(args.sizes, args.queries, args.edges_per_node, args.minilm_nodes, args.vocabulary)
+    )

@@ -28,12 +28,19 @@ FALLBACK_WARNING = (
 
 _FILTER = "tenant_id = $1 AND project_id = $2 AND ($3::text[] IS NULL OR node_type = ANY($3))"
 
+# Ranking reads every matching row's tsvector; for a query made only of very common words that
+# is most of the table. FTS_SCAN_CAP bounds that work: past it, the full-text side ranks a
+# sample of the matches and the vector side carries the fusion.
+FTS_SCAN_CAP = 2000
+
 _FTS = f"""
 SELECT node_id, row_number() OVER (ORDER BY rank DESC, node_id) AS r, rank
-  FROM (SELECT node_id, ts_rank_cd(tsv, q) AS rank
-          FROM kg_nodes, websearch_to_tsquery('english', $4) q
-         WHERE {_FILTER} AND tsv @@ q
-         ORDER BY rank DESC, node_id LIMIT $5) f
+  FROM (SELECT m.node_id, ts_rank_cd(m.tsv, m.q) AS rank
+          FROM (SELECT node_id, tsv, q
+                  FROM kg_nodes, websearch_to_tsquery('english', $4) q
+                 WHERE {_FILTER} AND tsv @@ q
+                 LIMIT {FTS_SCAN_CAP}) m
+         ORDER BY rank DESC, m.node_id LIMIT $5) f
 """
 
 _VEC = f"""
