@@ -179,4 +179,5 @@ async def test_status_shows_position_and_lag(
     names = {"kg_nodes", "kg_edges", "context_graphs", "context_graph_usage"}
     assert {(s.name, s.lag) for s in await runner.status()} == {(n, 2) for n in names}
     await runner.catch_up()
-    assert {(s.name, s.position, s.lag) for s in await runner.status()} == {(n, 2, 0) for n in names}
+    caught_up = {(s.name, s.position, s.lag) for s in await runner.status()}
+    assert caught_up == {(n, 2, 0) for n in names}
