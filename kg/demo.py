@@ -19,20 +19,42 @@ def demo_events() -> list[DomainEvent]:
 
     return [
         node("project:webshop", "Project", "Webshop"),
-        node("adr:0007", "ADR", "ADR-0007: payments go through the gateway",
-             "All card payments are processed by the payment gateway; no card data is stored."),
-        node("component:checkout", "Component", "checkout service",
-             "Builds the order and hands payment to the gateway."),
-        node("component:gateway-client", "Component", "payment gateway client",
-             "Signs requests to the gateway; retries with idempotency keys."),
-        node("document:card-vault", "Document", "Card vault runbook",
-             "Where the HSM keys live and how to rotate them.", labels=("secret",)),
+        node(
+            "adr:0007",
+            "ADR",
+            "ADR-0007: payments go through the gateway",
+            "All card payments are processed by the payment gateway; no card data is stored.",
+        ),
+        node(
+            "component:checkout",
+            "Component",
+            "checkout service",
+            "Builds the order and hands payment to the gateway.",
+        ),
+        node(
+            "component:gateway-client",
+            "Component",
+            "payment gateway client",
+            "Signs requests to the gateway; retries with idempotency keys.",
+        ),
+        node(
+            "document:card-vault",
+            "Document",
+            "Card vault runbook",
+            "Where the HSM keys live and how to rotate them.",
+            labels=("secret",),
+        ),
         node("requirement:NFR-2", "Requirement", "NFR-2: checkout p95 under 300 ms"),
-        PolicyDefined(policy_id="policy:no-secrets", name="Secrets never reach an agent",
-                      rule=PolicyRule(effect="deny", labels=("secret",))),
-        PolicyDefined(policy_id="policy:checkout-team", name="Checkout team may read and edit",
-                      rule=PolicyRule(effect="allow_actions",
-                                      actions=("read", "edit", "run-tests"))),
+        PolicyDefined(
+            policy_id="policy:no-secrets",
+            name="Secrets never reach an agent",
+            rule=PolicyRule(effect="deny", labels=("secret",)),
+        ),
+        PolicyDefined(
+            policy_id="policy:checkout-team",
+            name="Checkout team may read and edit",
+            rule=PolicyRule(effect="allow_actions", actions=("read", "edit", "run-tests")),
+        ),
         edge("component:checkout", "BELONGS_TO", "project:webshop"),
         edge("component:checkout", "USES", "component:gateway-client"),
         edge("component:checkout", "REFERENCES", "adr:0007", 0.8),
@@ -40,7 +62,7 @@ def demo_events() -> list[DomainEvent]:
         edge("component:gateway-client", "REFERENCES", "document:card-vault"),
         edge("component:checkout", "GOVERNED_BY", "policy:checkout-team"),
         edge("component:gateway-client", "GOVERNED_BY", "policy:checkout-team"),
-    ]  # fmt: skip
+    ]
 
 
 async def seed_demo(rt: Runtime) -> AppendResult:

@@ -114,3 +114,13 @@ def runtime(
     the deterministic hashing embedder (tests that need MiniLM say so)."""
     settings = Settings(database_url=db_url, scope=scope, project_root=tmp_path)
     return Runtime(settings, db_url, app_pool, system_pool, HashingEmbedder())
+
+
+@pytest.fixture
+async def shop(runtime: Runtime, scope: Scope) -> Runtime:
+    """The runtime with the hand-built shop graph of ``tests/shop.py`` appended and projected."""
+    from tests.shop import SHOP
+
+    await runtime.store.append(scope, "fixture:shop", SHOP)
+    await runtime.catch_up()
+    return runtime

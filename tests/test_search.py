@@ -43,9 +43,13 @@ async def test_semantic_search_ranks_a_paraphrase_above_an_unrelated_sentence(
 ) -> None:
     await project(store, system_pool, scope, minilm)
     result = await search(
-        app_pool, scope, "I forgot my password and need to change it", mode="semantic",
-        embedder=minilm, limit=4,
-    )  # fmt: skip
+        app_pool,
+        scope,
+        "I forgot my password and need to change it",
+        mode="semantic",
+        embedder=minilm,
+        limit=4,
+    )
     ranked = [h.node_id for h in result.hits]
     assert ranked.index("decision:reset") < ranked.index("decision:weather")
     assert ranked[0] == "decision:reset"

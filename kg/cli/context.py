@@ -31,10 +31,17 @@ def build(
 ) -> None:
     """Build a context graph, log it, and print its Markdown rendering (or JSON)."""
     request = run_parse(
-        anchors=anchor or None, task=task, mode=mode, max_nodes=max_nodes, max_depth=max_depth,
-        token_budget=token_budget, node_types=node_type or None, edge_types=edge_type or None,
-        policies=policy or None, session_id=session,
-    )  # fmt: skip
+        anchors=anchor or None,
+        task=task,
+        mode=mode,
+        max_nodes=max_nodes,
+        max_depth=max_depth,
+        token_budget=token_budget,
+        node_types=node_type or None,
+        edge_types=edge_type or None,
+        policies=policy or None,
+        session_id=session,
+    )
 
     async def go() -> None:
         async with open_runtime() as rt:

@@ -22,9 +22,14 @@ def query(
         async with open_runtime() as rt:
             await rt.catch_up()
             result = await search(
-                rt.app_pool, rt.scope, text, mode=mode, node_types=node_type, limit=limit,
+                rt.app_pool,
+                rt.scope,
+                text,
+                mode=mode,
+                node_types=node_type,
+                limit=limit,
                 embedder=None if mode == "fulltext" else rt.embedder,
-            )  # fmt: skip
+            )
         for warning in result.warnings:
             err_console.print(f"[bold yellow]warning:[/] {warning}")
         table = Table("score", "node", "type", "name")

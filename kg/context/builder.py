@@ -287,26 +287,47 @@ class ContextBuilder:
         )
         content_hash = graph_hash(req.mode, as_of, chosen, edges, summary)
         return ContextGraph(
-            mode=req.mode, nodes=tuple(chosen), edges=tuple(edges), governance=summary,
-            budget=budget, as_of_position=as_of, rendering=rendering,
-            token_estimate=token_estimate, content_hash=content_hash,
+            mode=req.mode,
+            nodes=tuple(chosen),
+            edges=tuple(edges),
+            governance=summary,
+            budget=budget,
+            as_of_position=as_of,
+            rendering=rendering,
+            token_estimate=token_estimate,
+            content_hash=content_hash,
             semantic_anchors=tuple((n, round(s, 6)) for n, s in semantic),
             embedder=self.embedder.model_id if semantic and self.embedder else None,
             warnings=tuple(warnings),
-        )  # fmt: skip
+        )
 
 
 def _context_node(item: _Reached) -> ContextNode:
     row = item.row
     if item.verdict.redacted:
         return ContextNode(
-            row.node_id, row.node_type, "[redacted]", "", {}, (), round(item.score, 6),
-            item.reason, item.hop, redacted=True,
-        )  # fmt: skip
+            row.node_id,
+            row.node_type,
+            "[redacted]",
+            "",
+            {},
+            (),
+            round(item.score, 6),
+            item.reason,
+            item.hop,
+            redacted=True,
+        )
     return ContextNode(
-        row.node_id, row.node_type, row.name, row.content, row.properties, row.labels,
-        round(item.score, 6), item.reason, item.hop,
-    )  # fmt: skip
+        row.node_id,
+        row.node_type,
+        row.name,
+        row.content,
+        row.properties,
+        row.labels,
+        round(item.score, 6),
+        item.reason,
+        item.hop,
+    )
 
 
 def graph_hash(
@@ -325,15 +346,29 @@ def graph_hash(
         mode,
         as_of,
         [
-            [n.node_id, n.node_type, n.name, n.content, n.properties, list(n.labels), n.score,
-             n.reason, n.hop, n.redacted]
+            [
+                n.node_id,
+                n.node_type,
+                n.name,
+                n.content,
+                n.properties,
+                list(n.labels),
+                n.score,
+                n.reason,
+                n.hop,
+                n.redacted,
+            ]
             for n in nodes
         ],
         [[e.edge_id, e.edge_type, e.from_node, e.to_node, e.weight] for e in edges],
         [
-            list(governance.policies_applied), governance.excluded_by_policy,
-            governance.redacted_by_policy, governance.excluded_count, governance.redacted_count,
-            governance.sensitive_count, governance.allowed_actions,
+            list(governance.policies_applied),
+            governance.excluded_by_policy,
+            governance.redacted_by_policy,
+            governance.excluded_count,
+            governance.redacted_count,
+            governance.sensitive_count,
+            governance.allowed_actions,
         ],
-    ]  # fmt: skip
+    ]
     return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()

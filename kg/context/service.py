@@ -89,8 +89,10 @@ async def record_context_usage(
         shown = await conn.fetchval(
             "SELECT node_ids FROM context_graphs WHERE tenant_id = $1 AND project_id = $2 "
             "AND context_graph_id = $3",
-            rt.scope.tenant_id, rt.scope.project_id, context_graph_id,
-        )  # fmt: skip
+            rt.scope.tenant_id,
+            rt.scope.project_id,
+            context_graph_id,
+        )
     if shown is None:
         raise NotFoundError(
             f"context graph {context_graph_id!r} not found in this project: use the "
@@ -105,9 +107,11 @@ async def record_context_usage(
         )
     try:
         event = ContextGraphUsed(
-            context_graph_id=context_graph_id, tool_call_id=tool_call_id,
-            usage_type=usage_type, node_ids=tuple(node_ids),
-        )  # fmt: skip
+            context_graph_id=context_graph_id,
+            tool_call_id=tool_call_id,
+            usage_type=usage_type,
+            node_ids=tuple(node_ids),
+        )
     except pydantic.ValidationError as exc:
         raise ValidationError(describe_validation_error(exc, "context usage")) from None
     return await rt.store.append(

@@ -2,6 +2,7 @@
 
 from kg.events.base import DomainEvent, build_event, decode_event, upcaster
 from kg.events.context import ContextGraphBuilt, ContextGraphUsed
+from kg.events.decision import DecisionRecorded
 from kg.events.envelope import AppendResult, EventMetadata, PendingEvent, RecordedEvent
 from kg.events.knowledge import EdgeAsserted, EdgeRetracted, NodeAsserted, NodeRetired
 from kg.events.policy import PolicyDefined, PolicyRetired
@@ -11,6 +12,7 @@ __all__ = [
     "AppendResult",
     "ContextGraphBuilt",
     "ContextGraphUsed",
+    "DecisionRecorded",
     "DomainEvent",
     "EdgeAsserted",
     "EdgeRetracted",

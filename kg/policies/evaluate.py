@@ -32,9 +32,10 @@ class Governance:
         verdict = NodeVerdict()
         applicable = [self.policies[p] for p in governed_by if p in self.policies]
         applicable += [
-            p for p in self.policies.values()
+            p
+            for p in self.policies.values()
             if p.policy_id not in governed_by and p.selects(node_type, labels)
-        ]  # fmt: skip
+        ]
         for policy in applicable:
             effect = policy.rule.effect
             if effect == "deny":

@@ -41,15 +41,28 @@ class ContextGraphsProjection:
         rows = []
         for e in built:
             p, m = e.payload, e.metadata
-            rows.append((
-                e.tenant_id, e.project_id, p["context_graph_id"], p["mode"],
-                json.dumps(p["request"], sort_keys=True), p["as_of_position"],
-                json.dumps(p["node_ids"]), json.dumps(p["edge_ids"]), p["content_hash"],
-                json.dumps(p.get("policies_applied", [])), p.get("excluded_count", 0),
-                p.get("redacted_count", 0), p["request"].get("session_id") or m.get("session_id"),
-                p["request"].get("task_id"), m.get("actor", "system"), m.get("tool_call_id"),
-                e.recorded_at, e.position,
-            ))  # fmt: skip
+            rows.append(
+                (
+                    e.tenant_id,
+                    e.project_id,
+                    p["context_graph_id"],
+                    p["mode"],
+                    json.dumps(p["request"], sort_keys=True),
+                    p["as_of_position"],
+                    json.dumps(p["node_ids"]),
+                    json.dumps(p["edge_ids"]),
+                    p["content_hash"],
+                    json.dumps(p.get("policies_applied", [])),
+                    p.get("excluded_count", 0),
+                    p.get("redacted_count", 0),
+                    p["request"].get("session_id") or m.get("session_id"),
+                    p["request"].get("task_id"),
+                    m.get("actor", "system"),
+                    m.get("tool_call_id"),
+                    e.recorded_at,
+                    e.position,
+                )
+            )
         await conn.execute(_INSERT, *(list(col) for col in zip(*rows, strict=True)))
 
     async def reset(self, conn: asyncpg.Connection) -> None:

@@ -11,9 +11,9 @@ import asyncpg
 from kg.events.envelope import RecordedEvent
 from kg.events.knowledge import edge_id
 from kg.projections.base import ProjectionContext, runs
-from kg.projections.nodes import as_node_event
+from kg.projections.normalise import graph_events
 
-HANDLES = frozenset({"EdgeAsserted", "EdgeRetracted", "NodeRetired", "PolicyRetired"})
+HANDLES = frozenset({"EdgeAsserted", "EdgeRetracted", "NodeRetired"})
 
 _UPSERT = """
 INSERT INTO kg_edges (tenant_id, project_id, edge_id, edge_type, from_node, to_node, properties,
@@ -53,7 +53,7 @@ class EdgesProjection:
     async def apply(
         self, conn: asyncpg.Connection, events: Sequence[RecordedEvent], ctx: ProjectionContext
     ) -> None:
-        mine = [as_node_event(e) for e in events if e.event_type in HANDLES]
+        mine = [e for e in graph_events(events) if e.event_type in HANDLES]
         for kind, run in runs(mine, lambda e: e.event_type):
             if kind == "EdgeAsserted":
                 await self._upsert(conn, run)
@@ -72,11 +72,21 @@ class EdgesProjection:
         rows = []
         for key, e in latest.items():
             p = e.payload
-            rows.append((
-                key[0], key[1], key[2], p["edge_type"], p["from_node"], p["to_node"],
-                json.dumps(p.get("properties", {}), sort_keys=True), float(p.get("weight", 1.0)),
-                first[key].recorded_at, e.recorded_at, e.position,
-            ))  # fmt: skip
+            rows.append(
+                (
+                    key[0],
+                    key[1],
+                    key[2],
+                    p["edge_type"],
+                    p["from_node"],
+                    p["to_node"],
+                    json.dumps(p.get("properties", {}), sort_keys=True),
+                    float(p.get("weight", 1.0)),
+                    first[key].recorded_at,
+                    e.recorded_at,
+                    e.position,
+                )
+            )
         await conn.execute(_UPSERT, *_columns(rows))
 
     async def reset(self, conn: asyncpg.Connection) -> None:

@@ -57,12 +57,12 @@ WITH hop AS (
     SELECT e.edge_id, e.edge_type, e.from_node, e.to_node, e.weight, e.to_node AS other
       FROM kg_edges e
      WHERE e.tenant_id = $1 AND e.project_id = $2 AND e.from_node = ANY($3::text[])
-       AND ($4::text[] IS NULL OR e.edge_type = ANY($4))
+       AND ($4::text[] IS NULL OR e.edge_type = ANY($4)) AND $8::bool
     UNION ALL
     SELECT e.edge_id, e.edge_type, e.from_node, e.to_node, e.weight, e.from_node AS other
       FROM kg_edges e
      WHERE e.tenant_id = $1 AND e.project_id = $2 AND e.to_node = ANY($3::text[])
-       AND ($4::text[] IS NULL OR e.edge_type = ANY($4))
+       AND ($4::text[] IS NULL OR e.edge_type = ANY($4)) AND $9::bool
 ), picked AS (
     SELECT * FROM hop WHERE NOT (other = ANY($6::text[]))
      ORDER BY weight DESC, edge_id LIMIT $7
@@ -142,9 +142,10 @@ class GraphReader:
         edge_types: Sequence[str],
         node_types: Sequence[str],
         limit: int,
+        direction: str = "both",
     ) -> list[tuple[EdgeRow, NodeRow]]:
-        """Edges touching the frontier (either direction) with the node at their other end,
-        strongest first, skipping nodes in ``exclude`` (already reached)."""
+        """Edges touching the frontier (``out``, ``in`` or ``both`` directions) with the node at
+        their other end, strongest first, skipping nodes in ``exclude`` (already reached)."""
         rows = await self.conn.fetch(
             _NEIGHBOURS,
             self.scope.tenant_id,
@@ -154,6 +155,8 @@ class GraphReader:
             _opt(node_types),
             list(exclude),
             limit,
+            direction in ("out", "both"),
+            direction in ("in", "both"),
         )
         return [(EdgeRow(r[0], r[1], r[2], r[3], float(r[4])), _node(r, 5)) for r in rows]
 

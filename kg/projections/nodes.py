@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 import asyncpg
@@ -13,8 +12,9 @@ from kg.embeddings.base import content_hash
 from kg.embeddings.cache import check_index_model, embedding_text, ensure_cached
 from kg.events.envelope import RecordedEvent
 from kg.projections.base import ProjectionContext, runs
+from kg.projections.normalise import graph_events
 
-HANDLES = frozenset({"NodeAsserted", "NodeRetired", "PolicyDefined", "PolicyRetired"})
+HANDLES = frozenset({"NodeAsserted", "NodeRetired"})
 HNSW_INDEX = (
     "CREATE INDEX IF NOT EXISTS kg_nodes_embedding ON kg_nodes "
     "USING hnsw (embedding vector_cosine_ops)"
@@ -48,21 +48,6 @@ DELETE FROM kg_nodes n USING unnest($1::text[], $2::text[], $3::text[]) AS x(t, 
 """
 
 
-def as_node_event(event: RecordedEvent) -> RecordedEvent:
-    """Policies are nodes: a policy event reads as the node event it amounts to."""
-    p = event.payload
-    if event.event_type == "PolicyDefined":
-        payload = {
-            "node_id": p["policy_id"], "node_type": "Policy", "name": p["name"],
-            "content": p.get("description", ""), "properties": {"rule": p["rule"]},
-            "labels": ["policy"],
-        }  # fmt: skip
-        return replace(event, event_type="NodeAsserted", payload=payload)
-    if event.event_type == "PolicyRetired":
-        return replace(event, event_type="NodeRetired", payload={"node_id": p["policy_id"]})
-    return event
-
-
 def _key(event: RecordedEvent) -> tuple[str, str, str]:
     return (event.tenant_id, event.project_id, event.payload["node_id"])
 
@@ -73,7 +58,7 @@ class NodesProjection:
     async def apply(
         self, conn: asyncpg.Connection, events: Sequence[RecordedEvent], ctx: ProjectionContext
     ) -> None:
-        mine = [as_node_event(e) for e in events if e.event_type in HANDLES]
+        mine = [e for e in graph_events(events) if e.event_type in HANDLES]
         if not mine:
             return
         asserted = [e for e in mine if e.event_type == "NodeAsserted"]
@@ -105,12 +90,20 @@ class NodesProjection:
             p = e.payload
             content = p.get("content", "")
             values = (
-                e.tenant_id, e.project_id, p["node_id"], p["node_type"], p["name"],
-                json.dumps(p.get("properties", {}), sort_keys=True), content,
+                e.tenant_id,
+                e.project_id,
+                p["node_id"],
+                p["node_type"],
+                p["name"],
+                json.dumps(p.get("properties", {}), sort_keys=True),
+                content,
                 json.dumps(list(p.get("labels", ()))),
                 content_hash(embedding_text(p["name"], content)),
-                first[key].recorded_at, e.recorded_at, first[key].position, e.position,
-            )  # fmt: skip
+                first[key].recorded_at,
+                e.recorded_at,
+                first[key].position,
+                e.position,
+            )
             for col, value in zip(cols, values, strict=True):
                 col.append(value)
         # An existing node keeps its created_at and first_position (not in the SET list).

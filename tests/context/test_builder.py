@@ -16,8 +16,7 @@ from kg.context.service import (
 from kg.errors import NotFoundError, ValidationError
 from kg.events import EventMetadata, NodeAsserted
 from kg.runtime import Runtime
-
-from .conftest import SHOP
+from tests.shop import SHOP
 
 DENIED_MARKERS = ("component:vault", "VAULT-SECRET", "component:hsm")
 
@@ -30,9 +29,13 @@ async def test_anchor_mode_expands_the_ego_network_with_reasons_and_scores(shop:
     graph = await build_context_graph(shop, parse_request(anchors=["component:checkout"]))
     by_id = {n.node_id: n for n in graph.nodes}
     assert set(by_id) == {
-        "component:checkout", "component:payments", "adr:0007", "project:shop",
-        "policy:checkout-actions", "document:card-data",
-    }  # fmt: skip
+        "component:checkout",
+        "component:payments",
+        "adr:0007",
+        "project:shop",
+        "policy:checkout-actions",
+        "document:card-data",
+    }
     assert ids(graph)[0] == "component:checkout" and by_id["component:checkout"].reason == "anchor"
     assert by_id["component:payments"].reason == "hop 1 from component:checkout via USES"
     assert by_id["document:card-data"].hop == 2
@@ -187,9 +190,10 @@ async def test_bad_requests_get_clear_errors(
 
 async def test_builds_and_usage_are_logged_and_projected(shop: Runtime, scope: Scope) -> None:
     graph = await build_context_graph(
-        shop, parse_request(anchors=["component:checkout"], session_id="sess-1"),
+        shop,
+        parse_request(anchors=["component:checkout"], session_id="sess-1"),
         EventMetadata(actor="agent-7", session_id="sess-1", tool_call_id="call-1"),
-    )  # fmt: skip
+    )
     first = await record_context_usage(
         shop, graph.context_graph_id, "call-2", "edit", ["component:payments"]
     )

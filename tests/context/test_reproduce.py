@@ -18,13 +18,23 @@ async def test_reproduction_after_later_changes_gives_the_same_hash(
         shop, parse_request(mode="semantic", task="card gateway payments")
     )
 
-    await shop.store.append(scope, "later", [
-        NodeAsserted(node_id="component:payments", node_type="Component", name="Payments v2",
-                     content="rewritten"),
-        NodeRetired(node_id="adr:0007"),
-        NodeAsserted(node_id="component:ledger", node_type="Component", name="Ledger"),
-        EdgeAsserted(edge_type="USES", from_node="component:checkout", to_node="component:ledger"),
-    ])  # fmt: skip
+    await shop.store.append(
+        scope,
+        "later",
+        [
+            NodeAsserted(
+                node_id="component:payments",
+                node_type="Component",
+                name="Payments v2",
+                content="rewritten",
+            ),
+            NodeRetired(node_id="adr:0007"),
+            NodeAsserted(node_id="component:ledger", node_type="Component", name="Ledger"),
+            EdgeAsserted(
+                edge_type="USES", from_node="component:checkout", to_node="component:ledger"
+            ),
+        ],
+    )
     now = await build_context_graph(shop, parse_request(anchors=["component:checkout"]))
     assert now.content_hash != anchor.content_hash, "the graph did change"
 

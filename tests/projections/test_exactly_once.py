@@ -33,9 +33,17 @@ async def test_killed_between_batches_restart_has_no_duplicates_and_no_gaps(
         await store.append(scope, "s", files)
     env = {**os.environ, "KG_DATABASE_URL": db_url, "KG_EMBEDDER": "hashing"}
     child = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "kg.cli", "projections", "catch-up", "--batch-size", "25",
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        sys.executable,
+        "-m",
+        "kg.cli",
+        "projections",
+        "catch-up",
+        "--batch-size",
+        "25",
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     checkpoint = 0
     for _ in range(600):
         await asyncio.sleep(0.05)

@@ -17,10 +17,13 @@ from .conftest import CountingEmbedder
 
 def doc(i: int, content: str | None = None) -> NodeAsserted:
     return NodeAsserted(
-        node_id=f"document:d{i}.md", node_type="Document", name=f"Document {i}",
+        node_id=f"document:d{i}.md",
+        node_type="Document",
+        name=f"Document {i}",
         content=content if content is not None else f"Specification number {i} about payments",
-        labels=("spec",), properties={"n": i},
-    )  # fmt: skip
+        labels=("spec",),
+        properties={"n": i},
+    )
 
 
 def link(a: int, b: int, edge_type: str = "REFERENCES") -> EdgeAsserted:

@@ -1,14 +1,10 @@
-"""A small hand-built graph with known answers, and its policies."""
+"""A small hand-built graph with known answers, and its policies (used across the tests)."""
 
 from __future__ import annotations
 
-import pytest
-
-from kg.config import Scope
 from kg.events import EdgeAsserted, NodeAsserted, PolicyDefined
 from kg.events.base import DomainEvent
 from kg.policies.model import PolicyRule
-from kg.runtime import Runtime
 
 
 def node(
@@ -28,17 +24,32 @@ SHOP: list[DomainEvent] = [
     node("component:checkout", "Component", "Checkout", "Builds orders and calls payments."),
     node("component:payments", "Component", "Payments", "Charges cards through the gateway."),
     node("adr:0007", "ADR", "ADR-0007 gateway", "Card payments go through the gateway."),
-    node("component:vault", "Component", "Vault VAULT-SECRET-NAME", "VAULT-SECRET-CONTENT",
-         ("secret",)),
+    node(
+        "component:vault",
+        "Component",
+        "Vault VAULT-SECRET-NAME",
+        "VAULT-SECRET-CONTENT",
+        ("secret",),
+    ),
     node("component:hsm", "Component", "HSM behind the vault", "Reachable only through the vault."),
-    node("document:card-data", "Document", "Card data format", "PAN layout CARD-CONTENT",
-         ("sensitive",)),
-    PolicyDefined(policy_id="policy:no-secrets", name="No secrets",
-                  rule=PolicyRule(effect="deny", labels=("secret",))),
-    PolicyDefined(policy_id="policy:redact-card", name="Redact card data",
-                  rule=PolicyRule(effect="redact")),
+    node(
+        "document:card-data",
+        "Document",
+        "Card data format",
+        "PAN layout CARD-CONTENT",
+        ("sensitive",),
+    ),
     PolicyDefined(
-        policy_id="policy:checkout-actions", name="Checkout team may edit",
+        policy_id="policy:no-secrets",
+        name="No secrets",
+        rule=PolicyRule(effect="deny", labels=("secret",)),
+    ),
+    PolicyDefined(
+        policy_id="policy:redact-card", name="Redact card data", rule=PolicyRule(effect="redact")
+    ),
+    PolicyDefined(
+        policy_id="policy:checkout-actions",
+        name="Checkout team may edit",
         rule=PolicyRule(effect="allow_actions", actions=("read", "edit")),
     ),
     edge("component:checkout", "BELONGS_TO", "project:shop"),
@@ -50,11 +61,4 @@ SHOP: list[DomainEvent] = [
     edge("document:card-data", "GOVERNED_BY", "policy:redact-card"),
     edge("component:checkout", "GOVERNED_BY", "policy:checkout-actions"),
     edge("component:payments", "GOVERNED_BY", "policy:checkout-actions"),
-]  # fmt: skip
-
-
-@pytest.fixture
-async def shop(runtime: Runtime, scope: Scope) -> Runtime:
-    await runtime.store.append(scope, "fixture:shop", SHOP)
-    await runtime.catch_up()
-    return runtime
+]
