@@ -7,9 +7,11 @@ import typer
 from kg.cli import db
 from kg.cli.audit import audit_app
 from kg.cli.context import context_app
+from kg.cli.decisions import decision_app, lineage
 from kg.cli.demo import demo
 from kg.cli.projections import projections_app
 from kg.cli.query import query
+from mcp_server.cli import mcp
 
 app = typer.Typer(
     help="Event-sourced knowledge graph: context graphs for coding agents, "
@@ -26,3 +28,6 @@ app.add_typer(audit_app, name="audit")
 app.add_typer(projections_app, name="projections")
 app.add_typer(context_app, name="context")
 app.command("query")(query)
+app.add_typer(decision_app, name="decision")
+app.command("lineage")(lineage)
+app.command("mcp")(mcp)

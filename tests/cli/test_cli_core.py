@@ -26,7 +26,13 @@ def kg(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProces
 
 @pytest.fixture
 def env(db_url: str) -> dict[str, str]:
-    return {**os.environ, "KG_DATABASE_URL": db_url, "KG_TENANT": "acme", "KG_PROJECT": "webshop"}
+    return {
+        **os.environ,
+        "KG_DATABASE_URL": db_url,
+        "KG_TENANT": "acme",
+        "KG_PROJECT": "webshop",
+        "KG_EMBEDDER": "hashing",
+    }
 
 
 async def test_status_reports_database_revision_count_and_position(
@@ -96,3 +102,31 @@ def test_demo_runs_on_the_embedded_database_and_is_idempotent(tmp_path: Path) ->
     assert "already present" in second.stdout, "the same data folder is reused"
     assert "audit verify: ok, 17 events" in second.stdout, "only the new build was appended"
     assert not (tmp_path / ".kg" / "pgdata" / "postmaster.pid").exists(), "server stopped on exit"
+
+
+async def test_decision_and_lineage_commands(
+    env: dict[str, str], tmp_path: Path, shop: object
+) -> None:
+    build = kg(
+        "context", "build", "-a", "component:checkout", "--max-depth", "1", env=env, cwd=tmp_path
+    )
+    assert build.returncode == 0, build.stderr
+    graph_id = build.stdout.split("context_graph_id ")[1].split(";")[0]
+    rec = kg(
+        "decision",
+        "record",
+        "Retry twice",
+        "-g",
+        graph_id,
+        "--ref",
+        "adr:0007",
+        env=env,
+        cwd=tmp_path,
+    )
+    assert rec.returncode == 0, rec.stderr
+    node_id = rec.stdout.split("recorded ")[1].split(" ")[0]
+    out = kg("lineage", node_id, "--json", env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert f"context_graph:{graph_id}" in out.stdout and '"CONTAINED"' in out.stdout
+    bad = kg("decision", "record", "x", "--ref", "adr:9999", env=env, cwd=tmp_path)
+    assert bad.returncode == 1 and "adr:9999 not found" in bad.stderr

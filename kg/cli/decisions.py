@@ -1,0 +1,99 @@
+"""``kg decision record`` and ``kg lineage DECISION``."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+from rich.tree import Tree
+
+from kg.cli.common import console, run
+from kg.decisions import record_decision
+from kg.events import EventMetadata
+from kg.lineage import Lineage, trace_decision_lineage
+from kg.runtime import open_runtime
+
+decision_app = typer.Typer(help="Record decisions.", no_args_is_help=True)
+
+
+@decision_app.command("record")
+def record(
+    text: str = typer.Argument(..., help="The decision."),
+    rationale: str = typer.Option("", help="Why."),
+    decision_type: str = typer.Option("general", "--type", help="Kind of decision."),
+    confidence: float = typer.Option(None, help="0 to 1."),
+    context_graph: list[str] = typer.Option(
+        None, "--context-graph", "-g", help="Informing graph id."
+    ),
+    ref: list[str] = typer.Option(None, "--ref", help="Referenced node id."),
+    supersedes: list[str] = typer.Option(None, help="Superseded decision node id."),
+    actor: str = typer.Option("kg cli", help="Who decided."),
+) -> None:
+    """Record a decision and what informed it (DecisionRecorded)."""
+
+    async def go() -> None:
+        async with open_runtime() as rt:
+            decision = await record_decision(
+                rt,
+                text=text,
+                rationale=rationale,
+                decision_type=decision_type,
+                confidence=confidence,
+                context_graph_ids=context_graph or (),
+                references=ref or (),
+                supersedes=supersedes or (),
+                metadata=EventMetadata(actor=actor),
+            )
+        console.print(
+            f"recorded {decision.node_id} at position {decision.position}, informed by "
+            f"{len(decision.informed_by)} nodes of {len(decision.context_graph_ids)} context graphs"
+        )
+
+    run(go)
+
+
+def _tree(lineage: Lineage) -> Tree:
+    steps = lineage.steps
+    children: dict[str, list[tuple[str, str]]] = {}
+    for link in lineage.links:
+        children.setdefault(link.from_id, []).append((link.relation, link.to_id))
+
+    def label(step_id: str, relation: str = "") -> str:
+        s = steps[step_id]
+        when = f" @{s.position} {s.recorded_at or ''} by {s.actor}" if s.position else ""
+        prefix = f"[dim]{relation}[/] " if relation else ""
+        return f"{prefix}[bold]{s.id}[/] ({s.kind}) {s.label}{when}"
+
+    root = Tree(label(lineage.decision_id))
+    seen = {lineage.decision_id}
+
+    def grow(node: Tree, step_id: str) -> None:
+        for relation, target in children.get(step_id, []):
+            branch = node.add(label(target, relation))
+            if target not in seen:
+                seen.add(target)
+                grow(branch, target)
+
+    grow(root, lineage.decision_id)
+    return root
+
+
+def lineage(
+    decision: str = typer.Argument(..., help="Decision id or 'decision:...' node id."),
+    direction: str = typer.Option("upstream", help="upstream, downstream or both."),
+    depth: int = typer.Option(3, help="How far to walk."),
+    as_json: bool = typer.Option(False, "--json", help="Print the DAG as JSON."),
+) -> None:
+    """What a decision was based on (upstream) and what it informed (downstream)."""
+
+    async def go() -> None:
+        async with open_runtime() as rt:
+            result = await trace_decision_lineage(rt, decision, direction, depth)
+        if as_json:
+            console.print_json(json.dumps(result.to_dict()))
+        else:
+            console.print(_tree(result))
+            if result.excluded_by_policy:
+                console.print(f"{result.excluded_by_policy} node(s) hidden by policy")
+
+    run(go)
