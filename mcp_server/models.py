@@ -1,0 +1,172 @@
+"""The tools' structured outputs, as pydantic models so ``tools/list`` publishes their schemas.
+
+They mirror the application's result objects field for field (``tests/mcp`` checks that no
+field is lost); the descriptions are for the agent reading the schema.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class ContextNodeOut(BaseModel):
+    node_id: str = Field(description="'{type}:{id}'; use it as an anchor or in node_ids")
+    node_type: str
+    name: str
+    content: str = Field(description="Empty when the node is redacted by policy")
+    properties: dict[str, Any]
+    labels: list[str]
+    score: float = Field(description="Relevance: 1.0 for an anchor, decaying per hop")
+    reason: str = Field(description="Why the node is here: anchor, hop N from X via EDGE, ...")
+    hop: int
+    redacted: bool = False
+
+
+class ContextEdgeOut(BaseModel):
+    edge_id: str
+    edge_type: str
+    from_node: str
+    to_node: str
+    weight: float
+
+
+class AllowedActionsOut(BaseModel):
+    actions: list[str] = Field(description="Operations the policy allows the agent")
+    nodes: list[str] = Field(description="Nodes of this graph the grant covers")
+
+
+class GovernanceOut(BaseModel):
+    policies_applied: list[str]
+    excluded_by_policy: dict[str, int] = Field(description="Policy id -> nodes it excluded")
+    redacted_by_policy: dict[str, int] = Field(description="Policy id -> nodes it redacted")
+    excluded_count: int
+    redacted_count: int
+    sensitive_count: int
+    allowed_actions: dict[str, AllowedActionsOut] = Field(description="Policy id -> its grant")
+
+
+class BudgetOut(BaseModel):
+    max_nodes: int
+    max_depth: int
+    token_budget: int | None
+    nodes_used: int
+    depth_reached: int
+    tokens_used: int
+    truncated: bool = Field(description="True when the budget cut nodes off")
+
+
+class ContextGraphOut(BaseModel):
+    context_graph_id: str = Field(
+        description="Pass it to record_context_usage and record_decision (context_graph_ids)"
+    )
+    mode: str
+    nodes: list[ContextNodeOut]
+    edges: list[ContextEdgeOut]
+    governance: GovernanceOut
+    budget: BudgetOut
+    as_of_position: int = Field(description="Log position the graph was built at")
+    rendering: str = Field(description="Compact Markdown of the graph, ready for a prompt")
+    token_estimate: int = Field(description="Estimated tokens of the rendering")
+    content_hash: str
+    semantic_anchors: list[tuple[str, float]] = Field(
+        description="(node_id, similarity) pairs the task text matched"
+    )
+    embedder: str | None
+    warnings: list[str]
+
+
+class ContextUsageOut(BaseModel):
+    context_graph_id: str
+    tool_call_id: str
+    usage_type: str
+    position: int = Field(description="Log position of the ContextGraphUsed event")
+    duplicate: bool = Field(description="True when this tool call's usage was already recorded")
+
+
+class NodeView(BaseModel):
+    node_id: str
+    node_type: str
+    name: str = Field(description="'[redacted]' when a policy redacts the node")
+    content: str = Field(default="", description="Up to 500 characters; absent when redacted")
+    labels: list[str] = Field(default_factory=list)
+    redacted: bool
+
+
+class EdgeView(BaseModel):
+    edge_type: str
+    from_node: str
+    to_node: str
+    weight: float
+
+
+class SearchHitOut(NodeView):
+    score: float
+    similarity: float | None = Field(description="Vector similarity, when the vector side matched")
+
+
+class SearchOut(BaseModel):
+    mode: str
+    results: list[SearchHitOut]
+    excluded_by_policy: int = Field(description="Matches a policy hid (never shown)")
+    embedder: str | None
+    warnings: list[str]
+
+
+class NeighborOut(NodeView):
+    hop: int
+
+
+class NeighborsOut(BaseModel):
+    node: NodeView
+    neighbors: list[NeighborOut]
+    edges: list[EdgeView]
+    excluded_by_policy: int
+    truncated: bool = Field(description="True when the limit cut neighbours off")
+
+
+class PathOut(BaseModel):
+    source: str
+    target: str
+    found: bool
+    length: int | None = Field(default=None, description="Edges on the path, when found")
+    nodes: list[NodeView] = Field(description="From source to target")
+    edges: list[EdgeView]
+    max_depth: int | None = Field(default=None, description="Depth searched, when not found")
+
+
+class DecisionOut(BaseModel):
+    decision_id: str = Field(description="Pass it to trace_decision_lineage")
+    node_id: str = Field(description="The decision's node, 'decision:{decision_id}'")
+    position: int = Field(description="Log position of the DecisionRecorded event")
+    context_graph_ids: list[str]
+    informed_by: list[str] = Field(description="Nodes linked to the decision by INFORMED_BY")
+    duplicate: bool = False
+
+
+class LineageStepOut(BaseModel):
+    id: str
+    kind: str = Field(description="decision, context_graph, node or source")
+    label: str
+    position: int | None = Field(description="Log position of the event that created it")
+    recorded_at: str | None
+    actor: str | None
+    details: dict[str, Any]
+
+
+class LineageLinkOut(BaseModel):
+    from_id: str
+    to_id: str
+    relation: str = Field(
+        description="INFORMED_BY, CONTAINED, SOURCED_FROM, SUPERSEDES, SHOWN_IN or INFORMED"
+    )
+
+
+class LineageOut(BaseModel):
+    decision_id: str
+    direction: str
+    depth: int
+    steps: list[LineageStepOut]
+    links: list[LineageLinkOut]
+    excluded_by_policy: int

@@ -1,0 +1,91 @@
+"""The MCP server: the kg tools on the SDK's high-level server, over one Runtime per process.
+
+The Runtime (database pools, embedder, projection runner) is opened once, when the server
+starts, and closed when it stops: the lifespan of a stdio process, or of the HTTP app (the
+streamable-HTTP session manager enters the lifespan once for all sessions). Tenant and project
+come from the Runtime's settings (``KG_TENANT``, ``KG_PROJECT``), never from a tool argument.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, Literal
+
+import pydantic
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp_types import CallToolResult, InputRequiredResult
+
+from kg.errors import KgError
+from kg.events.base import describe_validation_error
+from kg.runtime import Runtime, open_runtime
+from mcp_server.state import AppState, KgContext
+from mcp_server.tools import register_tools
+
+INSTRUCTIONS = """\
+Project knowledge (specs, ADRs, components, policies, past decisions) as a graph with an audit
+trail. Typical turn: build_context_graph (anchors you know, or a task text) -> read its
+rendering -> record_context_usage for the tool call that relied on it -> record_decision with
+the context_graph_ids that informed it -> trace_decision_lineage to explain a decision later.
+Use query_knowledge_graph to find node ids, get_entity_neighbors and find_path to explore.
+Policies may exclude or redact nodes; counts say how many, never what."""
+
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+
+
+def _version() -> str:
+    try:
+        return version("kg")
+    except PackageNotFoundError:  # running from a source tree without metadata
+        return "0"
+
+
+class KgMCPServer(MCPServer[AppState]):
+    """``MCPServer`` whose tool errors read like the CLI's: the product's own message for a
+    :class:`KgError`, and field-by-field reasons for arguments that fail the input schema."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: KgContext | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError as exc:
+            # The SDK hides the text of unexpected exceptions; a KgError is a user-caused,
+            # actionable one (and never names policy-denied content), so it is passed on.
+            if isinstance(exc.__cause__, KgError):
+                raise ToolError(f"Error executing tool {name}: {exc.__cause__}") from exc.__cause__
+            raise
+        except ToolError as exc:
+            if isinstance(exc.__cause__, pydantic.ValidationError):
+                reason = describe_validation_error(exc.__cause__, "arguments")
+                raise ToolError(f"Error executing tool {name}: {reason}") from exc.__cause__
+            raise
+
+
+def create_server(
+    runtime: Runtime | None = None, *, log_level: LogLevel = "WARNING"
+) -> KgMCPServer:
+    """The kg MCP server. Without ``runtime``, the lifespan opens one from the environment and
+    closes it at shutdown; with one (the CLI opens it first, to report a bad database as a
+    plain error), the lifespan lends it and the caller closes it."""
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer[AppState]) -> AsyncIterator[AppState]:
+        if runtime is not None:
+            yield AppState(runtime)
+            return
+        async with open_runtime() as opened:
+            yield AppState(opened)
+
+    server = KgMCPServer(
+        "kg",
+        title="kg knowledge graph",
+        instructions=INSTRUCTIONS,
+        version=_version(),
+        lifespan=lifespan,
+        log_level=log_level,
+    )
+    register_tools(server)
+    return server

@@ -1,0 +1,46 @@
+"""What every tool call gets from the server: the Runtime, and who is calling."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mcp.server.mcpserver import Context
+
+from kg.events import EventMetadata
+from kg.runtime import Runtime
+
+ACTOR_NAME_CHARS = 100
+
+
+@dataclass(frozen=True)
+class AppState:
+    """What the lifespan yields: the process's one Runtime."""
+
+    runtime: Runtime
+
+
+KgContext = Context[AppState, Any]
+
+
+def runtime_of(ctx: KgContext) -> Runtime:
+    state: AppState = ctx.request_context.lifespan_context
+    return state.runtime
+
+
+def actor_of(ctx: KgContext) -> str:
+    """``mcp:<client name>`` from the client's ``clientInfo``, else ``mcp:agent``."""
+    params = ctx.request_context.session.client_params
+    name = " ".join(params.client_info.name.split()) if params is not None else ""
+    return f"mcp:{name[:ACTOR_NAME_CHARS] or 'agent'}"
+
+
+def metadata_of(ctx: KgContext, session_id: str | None = None) -> EventMetadata:
+    """Event metadata for a tool call: the actor, the agent's session, and the MCP request id
+    (unique within the client's connection) as the tool call id."""
+    request_id = ctx.request_context.request_id
+    return EventMetadata(
+        actor=actor_of(ctx),
+        session_id=session_id,
+        tool_call_id=None if request_id is None else str(request_id),
+    )

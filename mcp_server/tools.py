@@ -1,0 +1,277 @@
+"""The MCP tools: thin, typed shells over the application functions.
+
+Each tool validates its arguments against its published input schema (the SDK does, from the
+annotations below), calls one application function with the server's Runtime, and returns a
+structured result whose schema is published too. Errors the user or agent caused are
+:class:`kg.errors.KgError`; the server turns them into tool errors carrying their message.
+Limits in the schemas are the application's own (it re-checks them).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import uuid
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
+
+from kg import decisions, graph_queries, lineage
+from kg.context import service
+from mcp_server.models import (
+    ContextGraphOut,
+    ContextUsageOut,
+    DecisionOut,
+    LineageOut,
+    NeighborsOut,
+    PathOut,
+    SearchOut,
+)
+from mcp_server.state import AppState, KgContext, metadata_of, runtime_of
+
+NodeIds = tuple[str, ...]
+SessionId = Annotated[
+    str | None,
+    Field(max_length=200, description="The agent's session id, recorded with the event"),
+]
+
+
+def structured(model: BaseModel, text: str | None = None) -> CallToolResult:
+    """A result with ``model`` as structured content and, for the model reading the text
+    content, ``text`` or else the same data as compact JSON (the SDK's default is indented)."""
+    data = model.model_dump(mode="json")
+    body = text if text is not None else json.dumps(data, separators=(",", ":"), default=str)
+    return CallToolResult(content=[TextContent(type="text", text=body)], structured_content=data)
+
+
+def _summary(graph: ContextGraphOut) -> str:
+    gov, budget = graph.governance, graph.budget
+    lines = [
+        f"context_graph_id: {graph.context_graph_id}",
+        f"{len(graph.nodes)} nodes, {len(graph.edges)} edges, ~{graph.token_estimate} tokens"
+        f"{' (truncated by the budget)' if budget.truncated else ''}; excluded by policy "
+        f"{gov.excluded_count}, redacted {gov.redacted_count}, sensitive {gov.sensitive_count}",
+    ]
+    lines += [f"warning: {w}" for w in graph.warnings]
+    return "\n".join(lines)
+
+
+async def build_context_graph(
+    ctx: KgContext,
+    anchors: Annotated[
+        NodeIds,
+        Field(max_length=100, description="Node ids to start from, e.g. 'component:checkout'"),
+    ] = (),
+    task: Annotated[
+        str | None, Field(max_length=4000, description="What you are doing, in a sentence or two")
+    ] = None,
+    mode: Annotated[
+        Literal["anchor", "semantic", "policy_first"] | None,
+        Field(
+            description="anchor: neighbourhood of the anchors. semantic: nodes matching the task "
+            "text, then their neighbourhood. policy_first: the policies governing the anchors or "
+            "task and what they allow. Default: anchor if anchors are given, else semantic."
+        ),
+    ] = None,
+    max_nodes: Annotated[int, Field(ge=1, le=1000, description="Node budget")] = 128,
+    max_depth: Annotated[int, Field(ge=0, le=5, description="Hops from the anchors")] = 2,
+    token_budget: Annotated[
+        int | None, Field(ge=1, le=1_000_000, description="Token budget for the rendering")
+    ] = None,
+    node_types: Annotated[NodeIds, Field(description="Only expand to these node types")] = (),
+    edge_types: Annotated[NodeIds, Field(description="Only follow these edge types")] = (),
+    policies: Annotated[
+        NodeIds, Field(description="Extra policy ids applied to every node of this build")
+    ] = (),
+    semantic_k: Annotated[
+        int, Field(ge=1, le=50, description="Semantic matches used as anchors")
+    ] = 8,
+    session_id: SessionId = None,
+    task_id: Annotated[str | None, Field(max_length=200, description="Your task's id")] = None,
+) -> Annotated[CallToolResult, ContextGraphOut]:
+    """Build a small, policy-filtered context graph for this turn and log it (ContextGraphBuilt).
+
+    Give anchors (node ids you know) and/or a task text. The text result is a compact Markdown
+    rendering for your prompt plus the context_graph_id; the structured result has every node
+    with its score and the reason it is there, the edges, governance (what policies excluded or
+    redacted, what actions they allow) and the budget used. Keep the context_graph_id: pass it
+    to record_context_usage and record_decision."""
+    rt = runtime_of(ctx)
+    request = service.parse_request(
+        anchors=anchors, task=task, mode=mode or ("anchor" if anchors else "semantic"),
+        max_nodes=max_nodes, max_depth=max_depth, token_budget=token_budget,
+        node_types=node_types, edge_types=edge_types, policies=policies, semantic_k=semantic_k,
+        session_id=session_id, task_id=task_id,
+    )  # fmt: skip
+    graph = await service.build_context_graph(rt, request, metadata_of(ctx, session_id))
+    out = ContextGraphOut.model_validate(graph.to_dict())
+    return structured(out, f"{graph.rendering}\n{_summary(out)}\n")
+
+
+async def record_context_usage(
+    ctx: KgContext,
+    context_graph_id: Annotated[str, Field(description="The id build_context_graph returned")],
+    tool_call_id: Annotated[
+        str | None,
+        Field(
+            min_length=1,
+            max_length=200,
+            description="Id of your tool call or step that used the graph; recording the same "
+            "id again is a no-op. Default: a fresh id (then a retry records twice).",
+        ),
+    ] = None,
+    usage_type: Annotated[
+        str, Field(min_length=1, max_length=50, description="How it was used: read, edit, ...")
+    ] = "read",
+    node_ids: Annotated[
+        NodeIds,
+        Field(
+            max_length=1000, description="The graph's nodes you actually relied on (default: all)"
+        ),
+    ] = (),
+    session_id: SessionId = None,
+) -> Annotated[CallToolResult, ContextUsageOut]:
+    """Record that a tool call used a context graph, or some of its nodes (ContextGraphUsed).
+
+    A decision recorded later with this context_graph_id is then linked to the nodes you list
+    here rather than to every node the graph showed."""
+    call_id = tool_call_id or f"mcp-{uuid.uuid4().hex}"
+    result = await service.record_context_usage(
+        runtime_of(ctx), context_graph_id, call_id, usage_type, node_ids,
+        metadata_of(ctx, session_id),
+    )  # fmt: skip
+    return structured(
+        ContextUsageOut(
+            context_graph_id=context_graph_id,
+            tool_call_id=call_id,
+            usage_type=usage_type,
+            position=result.last_position,
+            duplicate=result.duplicate,
+        )
+    )
+
+
+async def record_decision(
+    ctx: KgContext,
+    text: Annotated[str, Field(min_length=1, max_length=20_000, description="What was decided")],
+    rationale: Annotated[str, Field(max_length=20_000, description="Why")] = "",
+    decision_type: Annotated[
+        str, Field(min_length=1, max_length=100, description="e.g. architecture, library, fix")
+    ] = "general",
+    confidence: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
+    context_graph_ids: Annotated[
+        NodeIds, Field(description="Context graphs that informed the decision")
+    ] = (),
+    references: Annotated[NodeIds, Field(description="Other nodes the decision refers to")] = (),
+    supersedes: Annotated[
+        NodeIds, Field(description="Earlier decisions it replaces ('decision:...')")
+    ] = (),
+    decision_id: Annotated[
+        str | None,
+        Field(
+            pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$",
+            description="Your own id for it (e.g. a ticket); default: generated",
+        ),
+    ] = None,
+    session_id: SessionId = None,
+) -> Annotated[CallToolResult, DecisionOut]:
+    """Record a decision (DecisionRecorded): a decision node linked by INFORMED_BY to the nodes
+    of the context graphs that informed it (the nodes record_context_usage named, else all),
+    by REFERENCES and SUPERSEDES to the nodes given. Decisions are immutable: to change one,
+    record a new one that supersedes it."""
+    recorded = await decisions.record_decision(
+        runtime_of(ctx), text=text, rationale=rationale, decision_type=decision_type,
+        confidence=confidence, context_graph_ids=context_graph_ids, references=references,
+        supersedes=supersedes, decision_id=decision_id, metadata=metadata_of(ctx, session_id),
+    )  # fmt: skip
+    return structured(DecisionOut.model_validate(recorded.to_dict()))
+
+
+async def trace_decision_lineage(
+    ctx: KgContext,
+    decision_id: Annotated[str, Field(description="'decision:...' or the bare decision id")],
+    direction: Annotated[
+        Literal["upstream", "downstream", "both"],
+        Field(
+            description="upstream: the context graphs, nodes and sources that informed it; "
+            "downstream: later context graphs that showed it and the decisions they informed"
+        ),
+    ] = "upstream",
+    depth: Annotated[int, Field(ge=1, le=10, description="Steps to follow")] = 3,
+) -> Annotated[CallToolResult, LineageOut]:
+    """Explain a decision: the steps (decisions, context graphs, nodes, sources) and the links
+    between them, each step with the log position, time and actor that created it."""
+    traced = await lineage.trace_decision_lineage(runtime_of(ctx), decision_id, direction, depth)
+    return structured(LineageOut.model_validate(traced.to_dict()))
+
+
+async def query_knowledge_graph(
+    ctx: KgContext,
+    text: Annotated[str, Field(min_length=1, max_length=4000, description="What to look for")],
+    mode: Annotated[
+        Literal["hybrid", "fulltext", "semantic"],
+        Field(description="hybrid fuses full-text and vector rankings"),
+    ] = "hybrid",
+    node_types: Annotated[NodeIds, Field(description="Only these node types")] = (),
+    limit: Annotated[int, Field(ge=1, le=100, description="Number of results")] = 10,
+) -> Annotated[CallToolResult, SearchOut]:
+    """Find nodes by words or meaning: use it to find node ids to anchor a context graph on.
+    Results are policy-checked (hidden matches are only counted)."""
+    found = await graph_queries.query_knowledge_graph(
+        runtime_of(ctx), text, mode=mode, node_types=node_types, limit=limit
+    )
+    return structured(SearchOut.model_validate(found))
+
+
+async def get_entity_neighbors(
+    ctx: KgContext,
+    node_id: Annotated[str, Field(description="The node to start from")],
+    edge_types: Annotated[NodeIds, Field(description="Only follow these edge types")] = (),
+    depth: Annotated[int, Field(ge=1, le=3, description="Hops")] = 1,
+    direction: Annotated[
+        Literal["out", "in", "both"], Field(description="Edge direction to follow")
+    ] = "both",
+    limit: Annotated[int, Field(ge=1, le=500, description="Most neighbours returned")] = 100,
+) -> Annotated[CallToolResult, NeighborsOut]:
+    """The nodes around one node and the edges that reach them (policy-checked). Unlike
+    build_context_graph it is not scored or logged: use it to explore."""
+    found = await graph_queries.get_entity_neighbors(
+        runtime_of(ctx), node_id, edge_types=edge_types, depth=depth, direction=direction,
+        limit=limit,
+    )  # fmt: skip
+    return structured(NeighborsOut.model_validate(found))
+
+
+async def find_path(
+    ctx: KgContext,
+    source: Annotated[str, Field(description="Start node id")],
+    target: Annotated[str, Field(description="End node id")],
+    max_depth: Annotated[int, Field(ge=1, le=6, description="Longest path searched")] = 4,
+) -> Annotated[CallToolResult, PathOut]:
+    """The shortest path between two nodes over edges of any type and direction, never through
+    a node a policy denies. found is false when none is within max_depth."""
+    found = await graph_queries.find_path(runtime_of(ctx), source, target, max_depth=max_depth)
+    return structured(PathOut.model_validate(found))
+
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+APPENDS = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+
+
+def register_tools(server: MCPServer[AppState]) -> None:
+    """Register every tool. Building a context graph and recording usage or a decision append
+    events (nothing is ever changed or deleted); the other tools only read."""
+    tools: list[tuple[Any, ToolAnnotations]] = [
+        (build_context_graph, APPENDS),
+        (record_context_usage, APPENDS),
+        (record_decision, APPENDS),
+        (trace_decision_lineage, READ_ONLY),
+        (query_knowledge_graph, READ_ONLY),
+        (get_entity_neighbors, READ_ONLY),
+        (find_path, READ_ONLY),
+    ]
+    for fn, hints in tools:
+        description = inspect.cleandoc(fn.__doc__ or "")
+        server.add_tool(fn, description=description, annotations=hints)
