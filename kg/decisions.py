@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from kg.db.tenancy import tenant_transaction
 from kg.errors import ConcurrencyConflictError, NotFoundError, ValidationError
 from kg.events import DecisionRecorded, EventMetadata, build_event
 from kg.runtime import Runtime
@@ -31,8 +32,7 @@ async def _informing_nodes(rt: Runtime, graph_ids: Sequence[str]) -> list[str]:
     """Per informing graph: the nodes a tool call reported using, else every node it showed."""
     if not graph_ids:
         return []
-    async with rt.app_pool.acquire() as conn, conn.transaction():
-        await conn.execute("SELECT set_config('kg.tenant_id', $1, true)", rt.scope.tenant_id)
+    async with tenant_transaction(rt.app_pool, rt.scope.tenant_id) as conn:
         args = (rt.scope.tenant_id, rt.scope.project_id, list(graph_ids))
         shown = await conn.fetch(
             "SELECT context_graph_id, node_ids FROM context_graphs WHERE tenant_id = $1 "
@@ -64,8 +64,7 @@ async def _informing_nodes(rt: Runtime, graph_ids: Sequence[str]) -> list[str]:
 async def _check_nodes_exist(rt: Runtime, node_ids: Sequence[str], what: str) -> None:
     if not node_ids:
         return
-    async with rt.app_pool.acquire() as conn, conn.transaction():
-        await conn.execute("SELECT set_config('kg.tenant_id', $1, true)", rt.scope.tenant_id)
+    async with tenant_transaction(rt.app_pool, rt.scope.tenant_id) as conn:
         found = await conn.fetch(
             "SELECT node_id FROM kg_nodes WHERE tenant_id = $1 AND project_id = $2 "
             "AND node_id = ANY($3)",

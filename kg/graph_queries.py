@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+from kg.db.tenancy import tenant_transaction
 from kg.embeddings.cache import query_vector
 from kg.errors import NotFoundError, PolicyDeniedError, ValidationError
 from kg.policies.evaluate import Governance
@@ -23,11 +24,9 @@ DIRECTIONS = ("out", "in", "both")
 @asynccontextmanager
 async def governed_reader(rt: Runtime) -> AsyncIterator[tuple[GraphReader, Governance]]:
     """A reader on one snapshot of the projection, with the project's policies loaded."""
-    async with (
-        rt.app_pool.acquire() as conn,
-        conn.transaction(isolation="repeatable_read", readonly=True),
-    ):
-        await conn.execute("SELECT set_config('kg.tenant_id', $1, true)", rt.scope.tenant_id)
+    async with tenant_transaction(
+        rt.app_pool, rt.scope.tenant_id, isolation="repeatable_read", readonly=True
+    ) as conn:
         reader = GraphReader(conn, rt.scope)
         yield reader, Governance({p.policy_id: p for p in await reader.policies()})
 

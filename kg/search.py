@@ -14,6 +14,7 @@ from typing import Literal
 import asyncpg
 
 from kg.config import Scope
+from kg.db.tenancy import tenant_transaction
 from kg.embeddings.base import EmbeddingProvider
 from kg.embeddings.cache import query_vector
 from kg.errors import ValidationError
@@ -127,8 +128,7 @@ async def search(
         if embedder is None:
             raise ValidationError(f"{mode} search needs an embedder")
         vector = await query_vector(embedder, text)
-    async with pool.acquire() as conn, conn.transaction():
-        await conn.execute("SELECT set_config('kg.tenant_id', $1, true)", scope.tenant_id)
+    async with tenant_transaction(pool, scope.tenant_id) as conn:
         hits = await search_in_transaction(conn, scope, text, mode, types, limit, vector, pool_size)
     warnings = (
         [FALLBACK_WARNING] if embedder is not None and embedder.is_fallback and vector else []

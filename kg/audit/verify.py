@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import asyncpg
 
+from kg.db.tenancy import tenant_transaction
 from kg.events.envelope import RecordedEvent
 from kg.events.hashing import GENESIS_HASH, canonical_event, canonical_json, chain_hash
 from kg.events.store import SELECT_EVENT, record_from_row
@@ -56,8 +57,7 @@ async def verify_tenant(pool: asyncpg.Pool, tenant_id: str, *, batch: int = 5000
     ``prev_hash`` link; removed events at the end disagree with the recorded chain head.
     """
     count, prev = 0, GENESIS_HASH
-    async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read"):
-        await conn.execute("SELECT set_config('kg.tenant_id', $1, true)", tenant_id)
+    async with tenant_transaction(pool, tenant_id, isolation="repeatable_read") as conn:
         head = await conn.fetchrow(
             "SELECT position, hash FROM kg_chain_heads WHERE tenant_id = $1", tenant_id
         )

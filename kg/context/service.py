@@ -14,6 +14,7 @@ from kg.config import Scope
 from kg.context.builder import ContextBuilder
 from kg.context.request import ContextRequest
 from kg.context.result import ContextGraph
+from kg.db.tenancy import tenant_transaction
 from kg.embeddings.base import EmbeddingProvider
 from kg.errors import NotFoundError, ValidationError
 from kg.events import AppendResult, ContextGraphBuilt, ContextGraphUsed, EventMetadata
@@ -34,8 +35,9 @@ async def build_in_snapshot(
     pool: asyncpg.Pool, scope: Scope, request: ContextRequest, embedder: EmbeddingProvider | None
 ) -> ContextGraph:
     """Build from one consistent snapshot of the projection (no event is written)."""
-    async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
-        await conn.execute("SELECT set_config('kg.tenant_id', $1, true)", scope.tenant_id)
+    async with tenant_transaction(
+        pool, scope.tenant_id, isolation="repeatable_read", readonly=True
+    ) as conn:
         return await ContextBuilder(GraphReader(conn, scope), embedder).build(request)
 
 
@@ -84,8 +86,7 @@ async def record_context_usage(
     """Record that a tool call used a context graph (or some of its nodes). Retrying the same
     tool call is a no-op."""
     await rt.catch_up()
-    async with rt.app_pool.acquire() as conn, conn.transaction():
-        await conn.execute("SELECT set_config('kg.tenant_id', $1, true)", rt.scope.tenant_id)
+    async with tenant_transaction(rt.app_pool, rt.scope.tenant_id) as conn:
         shown = await conn.fetchval(
             "SELECT node_ids FROM context_graphs WHERE tenant_id = $1 AND project_id = $2 "
             "AND context_graph_id = $3",

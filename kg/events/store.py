@@ -19,6 +19,7 @@ from typing import Any
 import asyncpg
 
 from kg.config import Scope
+from kg.db.tenancy import set_tenant
 from kg.errors import (
     ConcurrencyConflictError,
     IdempotencyKeyReusedError,
@@ -166,7 +167,7 @@ class EventStore:
 
         try:
             async with self._pool.acquire() as conn, conn.transaction():
-                await _set_tenant(conn, scope)
+                await set_tenant(conn, scope.tenant_id)
                 head, prev_hash, version = await conn.fetchrow(
                     _LOCK_HEAD, scope.tenant_id, scope.project_id, stream_id
                 )
@@ -270,7 +271,7 @@ class EventStore:
                     limit,
                 )
             else:
-                await _set_tenant(conn, scope)
+                await set_tenant(conn, scope.tenant_id)
                 rows = await conn.fetch(
                     f"SELECT {SELECT_EVENT} FROM kg_events WHERE tenant_id = $1 "
                     "AND project_id = $2 AND position > $3 ORDER BY tenant_id, position LIMIT $4",
@@ -285,7 +286,7 @@ class EventStore:
         self, scope: Scope, stream_id: str, *, from_version: int = 1
     ) -> list[RecordedEvent]:
         async with self._pool.acquire() as conn, conn.transaction():
-            await _set_tenant(conn, scope)
+            await set_tenant(conn, scope.tenant_id)
             rows = await conn.fetch(
                 f"SELECT {SELECT_EVENT} FROM kg_events WHERE tenant_id = $1 AND project_id = $2 "
                 "AND stream_id = $3 AND stream_version >= $4 ORDER BY stream_version",
@@ -302,7 +303,7 @@ class EventStore:
             if scope is None:
                 value = await conn.fetchval("SELECT position FROM kg_log_head WHERE id = 1")
             else:
-                await _set_tenant(conn, scope)
+                await set_tenant(conn, scope.tenant_id)
                 value = await conn.fetchval(
                     "SELECT max(position) FROM kg_events WHERE tenant_id = $1 AND project_id = $2",
                     scope.tenant_id,
@@ -314,7 +315,7 @@ class EventStore:
         async with self._pool.acquire() as conn, conn.transaction():
             if scope is None:
                 return int(await conn.fetchval("SELECT count(*) FROM kg_events"))
-            await _set_tenant(conn, scope)
+            await set_tenant(conn, scope.tenant_id)
             return int(
                 await conn.fetchval(
                     "SELECT count(*) FROM kg_events WHERE tenant_id = $1 AND project_id = $2",
@@ -363,11 +364,6 @@ class EventStore:
                     continue
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(wake.wait(), poll_interval)
-
-
-async def _set_tenant(conn: asyncpg.Connection, scope: Scope) -> None:
-    """Scope row-level security to the tenant for the rest of the transaction."""
-    await conn.execute("SELECT set_config('kg.tenant_id', $1, true)", scope.tenant_id)
 
 
 def _duplicate_result(stream_id: str, key: str, rows: Sequence[asyncpg.Record]) -> AppendResult:
