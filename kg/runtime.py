@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import asyncpg
 
 from kg.config import Scope, Settings
-from kg.db import migrate
+from kg.db import revision
 from kg.db.connect import create_pool, describe_database, resolve_database_url
 from kg.db.urls import redact
 from kg.embeddings import EmbeddingProvider, provider_from_config
@@ -70,9 +70,9 @@ class Runtime:
         return describe_database(self.settings, self.url)
 
 
-def check_schema(url: str) -> str:
-    current = migrate.current_revision(url)
-    head = migrate.head_revision()
+async def check_schema(pool: asyncpg.Pool, url: str) -> str:
+    current = await revision.current_revision(pool)
+    head = revision.head_revision()
     if current != head:
         raise SchemaNotReadyError(
             f"the database at {redact(url)} is at schema revision {current or 'none'}, this kg "
@@ -91,13 +91,13 @@ async def open_runtime(
 ) -> AsyncIterator[Runtime]:
     settings = settings or Settings.from_env()
     url = url or resolve_database_url(settings)
-    check_schema(url)
-    app_pool = await create_pool(url, app_role=True, max_size=max_size)
+    system_pool = await create_pool(url, app_role=False, max_size=max_size)
     try:
-        system_pool = await create_pool(url, app_role=False, max_size=max_size)
+        await check_schema(system_pool, url)
+        app_pool = await create_pool(url, app_role=True, max_size=max_size)
         try:
             yield Runtime(settings, url, app_pool, system_pool, embedder)
         finally:
-            await system_pool.close()
+            await app_pool.close()
     finally:
-        await app_pool.close()
+        await system_pool.close()

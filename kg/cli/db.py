@@ -6,7 +6,7 @@ import typer
 
 from kg.cli.common import console, run
 from kg.config import Settings
-from kg.db import migrate
+from kg.db import migrate, revision
 from kg.db.connect import describe_database, resolve_database_url
 from kg.runtime import open_runtime
 
@@ -65,7 +65,9 @@ def status() -> None:
             mine = await rt.store.count(scope)
             last = await rt.system_store.last_position()
             console.print(f"database:      {rt.describe()}")
-            console.print(f"schema:        {migrate.current_revision(rt.url)} (head)")
+            console.print(
+                f"schema:        {await revision.current_revision(rt.system_pool)} (head)"
+            )
             console.print(f"scope:         tenant {scope.tenant_id}, project {scope.project_id}")
             console.print(f"events:        {total} in the log, {mine} in this project")
             console.print(f"last position: {last}")

@@ -29,3 +29,9 @@ async def test_upgrade_downgrade_upgrade(empty_db_url: str) -> None:
 
     migrate.upgrade(empty_db_url)
     assert migrate.current_revision(empty_db_url) == migrate.head_revision()
+
+
+def test_fast_head_revision_agrees_with_alembic() -> None:
+    from kg.db import revision
+
+    assert revision.head_revision() == migrate.head_revision()
