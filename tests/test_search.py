@@ -7,6 +7,7 @@ import pytest
 
 from kg.config import Scope
 from kg.embeddings import HashingEmbedder, SentenceTransformerEmbedder
+from kg.embeddings.cache import query_vector
 from kg.errors import ValidationError
 from kg.events import EventStore, NodeAsserted
 from kg.projections import ProjectionContext, ProjectionRunner, default_projections
@@ -94,3 +95,23 @@ async def test_bad_search_requests_are_clear_errors(app_pool: asyncpg.Pool, scop
         await search(app_pool, scope, "  ", mode="fulltext")
     with pytest.raises(ValidationError, match="limit"):
         await search(app_pool, scope, "x", mode="fulltext", limit=0)
+
+
+async def test_broad_queries_rank_full_text_among_the_vector_candidates(
+    store: EventStore, system_pool: asyncpg.Pool, app_pool: asyncpg.Pool, scope: Scope
+) -> None:
+    from kg.search import search_in_transaction
+
+    hashing = HashingEmbedder()
+    await project(store, system_pool, scope, hashing)
+    vector = await query_vector(hashing, "login credentials")
+    async with app_pool.acquire() as conn, conn.transaction():
+        await conn.execute("SELECT set_config('kg.tenant_id', $1, true)", scope.tenant_id)
+        normal = await search_in_transaction(
+            conn, scope, "login credentials", "hybrid", None, 3, vector, 40
+        )
+        broad = await search_in_transaction(
+            conn, scope, "login credentials", "hybrid", None, 3, vector, 40, broad_rows=-1
+        )
+    assert broad[0].node_id == normal[0].node_id == "component:auth"
+    assert broad[0].fulltext_rank == 1, "full text still ranks, among the vector candidates"
