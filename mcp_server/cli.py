@@ -48,7 +48,7 @@ def mcp(
     bind_port = DEFAULT_PORT if port is None else port
     if not 0 < bind_port < 65536:
         fail(f"--port {bind_port} is out of range: use 1 to 65535")
-    secret = token or None
+    secret = (token or "").strip() or None
     if http:
         try:
             check_binding(bind_host, secret)  # before the database is even opened

@@ -11,17 +11,20 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
+import anyio
 import pydantic
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.stdio import stdio_server
 from mcp_types import CallToolResult, InputRequiredResult
 
 from kg.errors import KgError
 from kg.events.base import describe_validation_error
 from kg.runtime import Runtime, open_runtime
 from mcp_server.state import AppState, KgContext
+from mcp_server.stdio import StdinLines
 from mcp_server.tools import register_tools
 
 INSTRUCTIONS = """\
@@ -62,6 +65,13 @@ class KgMCPServer(MCPServer[AppState]):
                 reason = describe_validation_error(exc.__cause__, "arguments")
                 raise ToolError(f"Error executing tool {name}: {reason}") from exc.__cause__
             raise
+
+    async def run_stdio_lines(self, stdin: StdinLines) -> None:
+        """``run_stdio_async``, reading the client's messages from ``stdin`` (see
+        :mod:`mcp_server.stdio`); stdout is still the SDK's, which keeps stray prints off it."""
+        async with stdio_server(stdin=cast("anyio.AsyncFile[str]", stdin)) as (read, write):
+            lowlevel = self._lowlevel_server
+            await lowlevel.run(read, write, lowlevel.create_initialization_options())
 
 
 def create_server(

@@ -14,6 +14,7 @@ from starlette.types import ASGIApp
 from kg.errors import ConfigurationError
 from mcp_server.auth import BearerTokenMiddleware
 from mcp_server.server import KgMCPServer
+from mcp_server.stdio import StdinLines
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -63,7 +64,7 @@ class _Uvicorn(uvicorn.Server):
 async def serve_http(
     server: KgMCPServer, *, host: str, port: int, token: str | None, log_level: str
 ) -> None:
-    """Serve until SIGINT or SIGTERM (uvicorn handles them and shuts down gracefully)."""
+    """Serve until SIGINT or SIGTERM."""
     check_binding(host, token)
     config = uvicorn.Config(
         http_app(server, host=host, token=token),
@@ -75,7 +76,16 @@ async def serve_http(
     shown = f"[{host}]" if ":" in host else host
     auth = "bearer token required" if token else "no token: loopback only"
     banner = f"kg mcp: streamable HTTP on http://{shown}:{port}{MCP_PATH} ({auth})"
-    await _Uvicorn(config, banner).serve()
+    # uvicorn shuts down gracefully on SIGINT/SIGTERM, then raises the signal again for the
+    # handler it found. Let that be a no-op, so the process goes on to close the Runtime and
+    # exit normally instead of dying before its cleanup.
+    stopping = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.signal(sig, lambda *_: None) for sig in stopping}
+    try:
+        await _Uvicorn(config, banner).serve()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 async def serve_stdio(server: KgMCPServer) -> None:
@@ -90,5 +100,5 @@ async def serve_stdio(server: KgMCPServer) -> None:
                     return
 
         tg.start_soon(stop_on_signal)
-        await server.run_stdio_async()
+        await server.run_stdio_lines(StdinLines())
         tg.cancel_scope.cancel()

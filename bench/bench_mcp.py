@@ -1,0 +1,224 @@
+"""Round trips through a real MCP client over stdio, and the server's memory.
+
+For each graph size and each embedder, a fresh database is filled with the synthetic graph and
+projected with that embedder (the index is pinned to one model), then ``kg mcp`` is spawned by
+the SDK's stdio client, as an agent's host would, and timed per tool call: client send ->
+server -> PostgreSQL -> server -> client parse. Memory is the server process's resident set
+(psutil): idle after the handshake, after the first semantic call (MiniLM loads lazily, on
+first use), and the peak (the kernel's high-water mark, VmHWM).
+
+Run: python bench/bench_mcp.py [--sizes 10000 100000] [--calls 200] [--embedders hashing minilm]
+
+Preparing the MiniLM database embeds every node on the CPU and dominates the run time (17 min
+for 10,000 nodes on a busy 2-core machine); ``--embedders hashing`` skips it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import psutil
+from common import fresh_database, machine, percentile
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp_types import CallToolResult, Implementation
+from synthetic import VOCAB, WORDS, append_all, graph_events, node_id
+
+from kg.config import Scope
+from kg.db.connect import create_pool
+from kg.embeddings import provider_from_config
+from kg.events import EventStore
+from kg.projections import ProjectionContext, ProjectionRunner, default_projections
+
+SCOPE = Scope("bench", "p")
+MIB = 1024 * 1024
+
+
+@dataclass
+class Run:
+    size: int
+    embedder: str
+    latencies: dict[str, list[float]] = field(default_factory=dict)
+    memory: dict[str, float] = field(default_factory=dict)  # MiB
+
+
+async def prepare(n: int, edges_per_node: int, embedder: str) -> str:
+    """A fresh database holding the synthetic graph, projected with ``embedder``."""
+    url = fresh_database()
+    app = await create_pool(url, app_role=True)
+    system = await create_pool(url, app_role=False)
+    start = time.perf_counter()
+    await append_all(EventStore(app), SCOPE, graph_events(n, edges_per_node), batch=5000)
+    runner = ProjectionRunner(
+        system,
+        default_projections(),
+        ProjectionContext(provider_from_config(embedder)),
+        batch_size=5000,
+    )
+    await runner.rebuild()
+    await system.execute("VACUUM ANALYZE kg_nodes")
+    await system.execute("VACUUM ANALYZE kg_edges")
+    print(
+        f"  {n:,} nodes projected with {embedder} in {time.perf_counter() - start:.0f} s",
+        file=sys.stderr,
+    )
+    await app.close()
+    await system.close()
+    return url
+
+
+def server_process(parent: psutil.Process) -> psutil.Process:
+    """The ``kg mcp`` child the stdio client spawned (not the embedded PostgreSQL's)."""
+    for child in parent.children(recursive=True):
+        try:
+            cmdline = child.cmdline()
+        except psutil.Error:
+            continue
+        if "kg.cli" in cmdline and "mcp" in cmdline:
+            return child
+    raise RuntimeError("the kg mcp server process was not found")
+
+
+def rss(proc: psutil.Process) -> float:
+    return float(proc.memory_info().rss) / MIB
+
+
+def peak_rss(proc: psutil.Process, sampled: float) -> float:
+    """VmHWM (Linux), else the highest sample taken."""
+    try:
+        for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return sampled
+
+
+class Probe:
+    """Times each tool call through the client, and samples the server's memory after it."""
+
+    def __init__(self, session: ClientSession, server: psutil.Process) -> None:
+        self.session = session
+        self.server = server
+        self.samples = [rss(server)]
+
+    async def call(self, tool: str, arguments: dict[str, Any], into: list[float]) -> dict[str, Any]:
+        start = time.perf_counter()
+        result: CallToolResult = await self.session.call_tool(tool, arguments)
+        into.append((time.perf_counter() - start) * 1000)
+        self.samples.append(rss(self.server))
+        if result.is_error or result.structured_content is None:
+            raise RuntimeError(f"{tool} failed: {result.content}")
+        return dict(result.structured_content)
+
+
+async def measure(url: str, n: int, embedder: str, calls: int, errlog: Any) -> Run:
+    run = Run(n, embedder)
+    env = {
+        **os.environ,
+        "KG_DATABASE_URL": url,
+        "KG_TENANT": SCOPE.tenant_id,
+        "KG_PROJECT": SCOPE.project_id,
+        "KG_EMBEDDER": embedder,
+    }
+    params = StdioServerParameters(command=sys.executable, args=["-m", "kg.cli", "mcp"], env=env)
+    rng = random.Random(11)
+    anchors = [node_id(rng.randrange(n)) for _ in range(calls)]
+    # Distinct texts: the server keeps recent query vectors, and each call should embed.
+    tasks = [" ".join(rng.sample(WORDS, 2) + VOCAB.sample(rng, 2)) + f" {i}" for i in range(calls)]
+    client = Implementation(name="bench", version="1")
+    async with (
+        stdio_client(params, errlog=errlog) as (read, write),
+        ClientSession(read, write, client_info=client) as session,
+    ):
+        await session.initialize()
+        await session.list_tools()
+        server = server_process(psutil.Process())
+        await asyncio.sleep(1)
+        run.memory["idle"] = rss(server)
+        probe = Probe(session, server)
+        warm: list[float] = []
+        for i in range(5):  # pools, query plans, and (minilm) the model's first load
+            await probe.call("build_context_graph", {"anchors": [anchors[-1 - i]]}, warm)
+            await probe.call("build_context_graph", {"task": f"warm up {i}"}, warm)
+        run.memory["after first semantic call"] = rss(server)
+
+        timings = run.latencies
+        anchor_ms = timings.setdefault("build_context_graph (anchor)", [])
+        graph_ids = [
+            (await probe.call("build_context_graph", {"anchors": [a]}, anchor_ms))[
+                "context_graph_id"
+            ]
+            for a in anchors
+        ]
+        semantic_ms = timings.setdefault("build_context_graph (semantic)", [])
+        for task in tasks:
+            await probe.call("build_context_graph", {"task": task}, semantic_ms)
+        decision_ms = timings.setdefault("record_decision", [])
+        decisions = [
+            (
+                await probe.call(
+                    "record_decision",
+                    {"text": f"decision {i}", "context_graph_ids": [graph_id]},
+                    decision_ms,
+                )
+            )["decision_id"]
+            for i, graph_id in enumerate(graph_ids[: max(10, calls // 4)])
+        ]
+        lineage_ms = timings.setdefault("trace_decision_lineage (upstream, depth 3)", [])
+        for i in range(calls):
+            arguments = {"decision_id": decisions[i % len(decisions)], "depth": 3}
+            await probe.call("trace_decision_lineage", arguments, lineage_ms)
+        run.memory["peak"] = peak_rss(server, max(probe.samples))
+    return run
+
+
+def report(runs: list[Run], edges_per_node: int) -> None:
+    print("| graph | KG_EMBEDDER | tool call (stdio round trip) | calls | p50 ms | p95 ms |")
+    print("| --- | --- | --- | ---: | ---: | ---: |")
+    for run in runs:
+        label = f"{run.size:,} nodes, ~{run.size * edges_per_node:,} edges"
+        for name, values in run.latencies.items():
+            p50, p95 = percentile(values, 50), percentile(values, 95)
+            print(f"| {label} | {run.embedder} | {name} | {len(values)} | {p50:.1f} | {p95:.1f} |")
+    print()
+    print("| graph | KG_EMBEDDER | idle RSS MiB | after first semantic call MiB | peak RSS MiB |")
+    print("| --- | --- | ---: | ---: | ---: |")
+    for run in runs:
+        m = run.memory
+        print(
+            f"| {run.size:,} nodes | {run.embedder} | {m['idle']:.0f} | "
+            f"{m['after first semantic call']:.0f} | {m['peak']:.0f} |"
+        )
+
+
+async def main(sizes: list[int], edges_per_node: int, calls: int, embedders: list[str]) -> None:
+    print(f"Machine: {machine()}\n")
+    runs = []
+    with tempfile.TemporaryFile("w+") as errlog:
+        for n in sizes:
+            for embedder in embedders:
+                url = await prepare(n, edges_per_node, embedder)
+                runs.append(await measure(url, n, embedder, calls, errlog))
+    report(runs, edges_per_node)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--edges-per-node", type=int, default=10)
+    parser.add_argument("--calls", type=int, default=200, help="timed calls per tool and mode")
+    parser.add_argument("--embedders", nargs="+", default=["hashing", "minilm"])
+    args = parser.parse_args()
+    asyncio.run(main(args.sizes, args.edges_per_node, args.calls, args.embedders))

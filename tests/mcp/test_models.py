@@ -1,0 +1,123 @@
+"""The tools' output models lose nothing the application returns (checked field by field, so a
+field added to a result object fails here rather than vanishing from the MCP output)."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import typing
+from collections.abc import Awaitable, Callable
+from typing import Any, get_args
+
+import pytest
+from pydantic import BaseModel
+
+from kg import graph_queries, lineage, search
+from kg.context.result import Budget, ContextEdge, ContextGraph, ContextNode, GovernanceSummary
+from kg.decisions import RecordedDecision
+from kg.errors import NotFoundError, ValidationError
+from kg.runtime import Runtime
+from mcp_server import tools
+from mcp_server.models import (
+    BudgetOut,
+    ContextEdgeOut,
+    ContextGraphOut,
+    ContextNodeOut,
+    DecisionOut,
+    EdgeView,
+    GovernanceOut,
+    LineageLinkOut,
+    LineageOut,
+    LineageStepOut,
+    NeighborOut,
+    NeighborsOut,
+    NodeView,
+    PathOut,
+    SearchHitOut,
+    SearchOut,
+)
+from mcp_server.server import create_server
+
+
+def field_names(cls: type[Any]) -> set[str]:
+    return {f.name for f in dataclasses.fields(cls)}
+
+
+def test_context_graph_models_mirror_the_result_dataclasses() -> None:
+    pairs: list[tuple[type[Any], type[BaseModel]]] = [
+        (ContextGraph, ContextGraphOut),
+        (ContextNode, ContextNodeOut),
+        (ContextEdge, ContextEdgeOut),
+        (GovernanceSummary, GovernanceOut),
+        (Budget, BudgetOut),
+        (RecordedDecision, DecisionOut),
+        (lineage.LineageStep, LineageStepOut),
+        (lineage.LineageLink, LineageLinkOut),
+    ]
+    for source, model in pairs:
+        assert field_names(source) == set(model.model_fields), model.__name__
+    assert set(lineage.Lineage("decision:x", "upstream", 3).to_dict()) == set(
+        LineageOut.model_fields
+    )
+
+
+def test_enumerated_arguments_are_the_applications_own() -> None:
+    def choices(fn: Any, name: str) -> tuple[str, ...]:
+        annotated = typing.get_type_hints(fn, include_extras=True)[name]
+        return get_args(get_args(annotated)[0])  # Annotated[Literal[...], Field(...)]
+
+    assert set(choices(tools.trace_decision_lineage, "direction")) == set(lineage.DIRECTIONS)
+    assert set(choices(tools.get_entity_neighbors, "direction")) == set(graph_queries.DIRECTIONS)
+    assert set(choices(tools.query_knowledge_graph, "mode")) == set(search.MODES)
+
+
+def assert_covered(data: dict[str, Any], model: type[BaseModel]) -> None:
+    missing = set(data) - set(model.model_fields)
+    assert not missing, f"{model.__name__} drops {missing}"
+
+
+async def test_graph_query_results_fit_their_models(shop: Runtime) -> None:
+    found = await graph_queries.query_knowledge_graph(shop, "card gateway", limit=5)
+    assert_covered(found, SearchOut)
+    for hit in found["results"]:
+        assert_covered(hit, SearchHitOut)
+
+    near = await graph_queries.get_entity_neighbors(shop, "component:payments", depth=2)
+    assert_covered(near, NeighborsOut)
+    assert_covered(near["node"], NodeView)
+    for neighbour in near["neighbors"]:
+        assert_covered(neighbour, NeighborOut)
+    for edge in near["edges"]:
+        assert_covered(edge, EdgeView)
+
+    for target in ("document:card-data", "component:hsm"):
+        path = await graph_queries.find_path(shop, "component:checkout", target)
+        assert_covered(path, PathOut)
+        for node in path["nodes"]:
+            assert_covered(node, NodeView)
+
+
+async def test_published_limits_are_the_applications_own(shop: Runtime) -> None:
+    """Each bound in a tool's input schema is where the application function starts to refuse."""
+    schemas = {t.name: t.input_schema["properties"] for t in await create_server().list_tools()}
+    checkout = "component:checkout"
+    cases: list[tuple[str, str, Callable[[int], Awaitable[object]]]] = [
+        ("query_knowledge_graph", "limit", lambda v: graph_queries.query_knowledge_graph(
+            shop, "gateway", limit=v)),
+        ("get_entity_neighbors", "limit", lambda v: graph_queries.get_entity_neighbors(
+            shop, checkout, limit=v)),
+        ("get_entity_neighbors", "depth", lambda v: graph_queries.get_entity_neighbors(
+            shop, checkout, depth=v)),
+        ("find_path", "max_depth", lambda v: graph_queries.find_path(
+            shop, checkout, "adr:0007", max_depth=v)),
+        ("trace_decision_lineage", "depth", lambda v: lineage.trace_decision_lineage(
+            shop, "decision:none", depth=v)),
+    ]  # fmt: skip
+    for tool, argument, run in cases:
+        low, high = schemas[tool][argument]["minimum"], schemas[tool][argument]["maximum"]
+        for outside in (low - 1, high + 1):
+            with pytest.raises(ValidationError):
+                await run(outside)
+        for inside in (low, high):
+            with contextlib.suppress(NotFoundError):  # lineage: in range, no such decision
+                await run(inside)
