@@ -117,6 +117,7 @@ class _Tracer:
                         "context_graph_ids": payload.get("context_graph_ids", []),
                         "informed_by": payload.get("informed_by", []),
                         "supersedes": payload.get("supersedes", []),
+                        "source": e["metadata"].get("source") if e else None,
                     },
                 )
             )
@@ -153,6 +154,10 @@ class _Tracer:
     async def upstream(self, decision: LineageStep, depth: int) -> None:
         if depth <= 0:
             return
+        if decision.details.get("source"):  # a backfilled decision: its legacy row
+            source_id = f"source:{decision.details['source']}"
+            self.lineage.add(LineageStep(source_id, "source", decision.details["source"]))
+            self.lineage.link(decision.id, source_id, "SOURCED_FROM")
         informed_by = set(decision.details["informed_by"])
         graphs = await self.graphs(
             "context_graph_id = ANY($3)", decision.details["context_graph_ids"]

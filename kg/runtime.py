@@ -3,16 +3,28 @@
 ``open_runtime`` resolves the database (starting the embedded one if needed), checks the schema
 revision and opens the two pools. Everything user-facing is built on this one object, so the CLI
 and the MCP tools are thin shells over the same functions.
+
+With ``KG_AS_OF_SCHEMA`` set to a kept replay (``kg audit replay``), the runtime reads the graph
+as it was at the replay's position instead, read-only: see :mod:`kg.audit.as_of`.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import asyncpg
 
+from kg.audit.as_of import (
+    AS_OF_ENV,
+    AsOf,
+    FrozenProjectionRunner,
+    ReadOnlyEventStore,
+    load_as_of,
+    search_path,
+)
 from kg.config import Scope, Settings
 from kg.db import revision
 from kg.db.connect import create_pool, describe_database, resolve_database_url
@@ -32,6 +44,8 @@ class Runtime:
 
     _embedder: EmbeddingProvider | None = None
     _runner: ProjectionRunner | None = None
+    #: set when reading a kept replay (KG_AS_OF_SCHEMA): the pools see that schema, read-only
+    as_of: AsOf | None = None
 
     @property
     def embedder(self) -> EmbeddingProvider:
@@ -43,8 +57,13 @@ class Runtime:
     @property
     def runner(self) -> ProjectionRunner:
         if self._runner is None:
-            self._runner = ProjectionRunner(
-                self.system_pool, default_projections(), ProjectionContext(self.embedder)
+            ctx = ProjectionContext(self.embedder)
+            self._runner = (
+                ProjectionRunner(self.system_pool, default_projections(), ctx)
+                if self.as_of is None
+                else FrozenProjectionRunner(
+                    self.system_pool, default_projections(), ctx, self.as_of
+                )
             )
         return self._runner
 
@@ -59,11 +78,15 @@ class Runtime:
     @property
     def store(self) -> EventStore:
         """The store on the restricted application role (RLS on)."""
+        if self.as_of is not None:
+            return ReadOnlyEventStore(self.app_pool, self.as_of)
         return EventStore(self.app_pool)
 
     @property
     def system_store(self) -> EventStore:
         """The store across tenants, for projections and the audit."""
+        if self.as_of is not None:
+            return ReadOnlyEventStore(self.system_pool, self.as_of)
         return EventStore(self.system_pool)
 
     def describe(self) -> str:
@@ -88,15 +111,24 @@ async def open_runtime(
     url: str | None = None,
     max_size: int = 10,
     embedder: EmbeddingProvider | None = None,
+    as_of_schema: str | None = None,
 ) -> AsyncIterator[Runtime]:
+    """``as_of_schema`` (default: ``KG_AS_OF_SCHEMA``) opens a kept replay read-only."""
     settings = settings or Settings.from_env()
     url = url or resolve_database_url(settings)
-    system_pool = await create_pool(url, app_role=False, max_size=max_size)
+    schema = as_of_schema or os.environ.get(AS_OF_ENV) or None
+    path = search_path(schema) if schema else None
+    system_pool = await create_pool(
+        url, app_role=False, max_size=max_size, search_path=path, read_only=bool(schema)
+    )
     try:
         await check_schema(system_pool, url)
-        app_pool = await create_pool(url, app_role=True, max_size=max_size)
+        as_of = await load_as_of(system_pool, schema) if schema else None
+        app_pool = await create_pool(
+            url, app_role=True, max_size=max_size, search_path=path, read_only=bool(schema)
+        )
         try:
-            yield Runtime(settings, url, app_pool, system_pool, embedder)
+            yield Runtime(settings, url, app_pool, system_pool, embedder, as_of=as_of)
         finally:
             await app_pool.close()
     finally:

@@ -68,14 +68,18 @@ async def create_pool(
     min_size: int = 1,
     max_size: int = 10,
     search_path: str | None = None,
+    read_only: bool = False,
     **kwargs: Any,
 ) -> asyncpg.Pool:
-    """Open a pool; ``app_role`` switches every connection to the restricted ``kg_app`` role."""
+    """Open a pool; ``app_role`` switches every connection to the restricted ``kg_app`` role;
+    ``read_only`` makes every transaction on it read-only (server-enforced)."""
     settings: dict[str, str] = {"application_name": "kg"}
     if app_role:
         settings["role"] = APP_ROLE
     if search_path:
         settings["search_path"] = search_path
+    if read_only:
+        settings["default_transaction_read_only"] = "on"
     try:
         pool = await asyncpg.create_pool(
             asyncpg_url(url),

@@ -1,0 +1,199 @@
+"""Kept replays: the graph as it was at a past position, in its own schema, read-only.
+
+``kg audit replay --until P`` projects the log up to ``P`` into a schema and *freezes* it:
+
+* the log itself is seen as it was: the schema gets views ``kg_events`` (events up to ``P``),
+  ``kg_log_head`` (``P``) and ``kg_chain_heads`` (each tenant's chain head at ``P``), which
+  shadow the public tables for any connection whose ``search_path`` puts the schema first, so
+  lineage, the trail and ``kg audit verify`` also stop at ``P``;
+* tenancy holds: the projected tables get the row-level security policies of their public
+  originals, and the application role only ``SELECT``;
+* a marker table ``kg_replay_info`` records the position, its time and what was asked for; a
+  schema without it (a replay that was interrupted) is refused.
+
+``KG_AS_OF_SCHEMA=<schema>`` (or ``kg --as-of <schema> ...``) makes :func:`kg.runtime.open_runtime`
+open both pools with that ``search_path`` and ``default_transaction_read_only``, and hand out a
+store that refuses appends and a projection runner that never moves. So every read command and
+MCP tool runs unchanged against the past graph, and nothing can be written to the live log or
+to the replay by accident: writes fail with :class:`AsOfReadOnlyError` (or, for any other write
+path, PostgreSQL's read-only transaction error).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import asyncpg
+
+from kg.audit.replay import REPLAYED_TABLES, check_schema_name
+from kg.config import Scope
+from kg.errors import ConfigurationError, KgError
+from kg.events import AppendResult, DomainEvent, EventMetadata, EventStore, PendingEvent
+from kg.projections.base import Projection, ProjectionContext
+from kg.projections.runner import ProjectionRunner
+
+AS_OF_ENV = "KG_AS_OF_SCHEMA"
+INFO_TABLE = "kg_replay_info"
+
+
+class AsOfReadOnlyError(KgError):
+    """A write was attempted while reading a kept replay."""
+
+
+@dataclass(frozen=True)
+class AsOf:
+    schema: str
+    position: int
+    recorded_at: datetime | None
+    until: str
+
+    def read_only(self, what: str = "append events") -> AsOfReadOnlyError:
+        return AsOfReadOnlyError(
+            f"cannot {what}: kg is reading the replay schema {self.schema!r}, the graph as of "
+            f"position {self.position}, which is read-only. Unset {AS_OF_ENV} (or drop --as-of) "
+            "to work on the live graph."
+        )
+
+    def describe(self) -> str:
+        when = f", recorded {self.recorded_at.isoformat()}" if self.recorded_at else ""
+        return f"schema {self.schema}: as of position {self.position}{when} (--until {self.until})"
+
+
+def search_path(schema: str) -> str:
+    return f'"{check_schema_name(schema)}", public'
+
+
+async def _copy_policies(conn: asyncpg.Connection, schema: str, table: str) -> None:
+    policies = await conn.fetch(
+        "SELECT policyname, cmd, roles, qual, with_check FROM pg_policies "
+        "WHERE schemaname = 'public' AND tablename = $1",
+        table,
+    )
+    if not policies:
+        return
+    await conn.execute(f'ALTER TABLE "{schema}".{table} ENABLE ROW LEVEL SECURITY')
+    for p in policies:
+        roles = ", ".join(f'"{r}"' if r != "public" else "public" for r in p["roles"])
+        sql = f'CREATE POLICY "{p["policyname"]}" ON "{schema}".{table} FOR {p["cmd"]} TO {roles}'
+        if p["qual"]:
+            sql += f" USING ({p['qual']})"
+        if p["with_check"]:
+            sql += f" WITH CHECK ({p['with_check']})"
+        await conn.execute(sql)
+
+
+async def freeze_replay_schema(pool: asyncpg.Pool, schema: str, position: int, until: str) -> AsOf:
+    """Turn a finished replay at ``position`` into a kept, read-only, tenant-safe snapshot."""
+    q = f'"{check_schema_name(schema)}"'
+    p = int(position)
+    async with pool.acquire() as conn, conn.transaction():
+        recorded_at = await conn.fetchval(
+            "SELECT recorded_at FROM public.kg_events WHERE position = $1", p
+        )
+        await conn.execute(
+            f"CREATE VIEW {q}.kg_events WITH (security_invoker = true) AS "
+            f"SELECT * FROM public.kg_events WHERE position <= {p}"
+        )
+        await conn.execute(
+            f"CREATE VIEW {q}.kg_log_head AS SELECT 1::smallint AS id, {p}::bigint AS position"
+        )
+        await conn.execute(
+            f"CREATE VIEW {q}.kg_chain_heads WITH (security_invoker = true) AS "
+            "SELECT DISTINCT ON (tenant_id) tenant_id, position, hash FROM public.kg_events "
+            f"WHERE position <= {p} ORDER BY tenant_id, position DESC"
+        )
+        for table in REPLAYED_TABLES:
+            await _copy_policies(conn, schema, table)
+        await conn.execute(
+            f"CREATE TABLE {q}.{INFO_TABLE} (position bigint NOT NULL, recorded_at timestamptz, "
+            "until_text text NOT NULL, created_at timestamptz NOT NULL DEFAULT now())"
+        )
+        await conn.execute(
+            f"INSERT INTO {q}.{INFO_TABLE} (position, recorded_at, until_text) VALUES ($1, $2, $3)",
+            p,
+            recorded_at,
+            until,
+        )
+        await conn.execute(f"GRANT USAGE ON SCHEMA {q} TO kg_app")
+        await conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA {q} TO kg_app")
+    return AsOf(schema, p, recorded_at, until)
+
+
+async def load_as_of(pool: asyncpg.Pool, schema: str) -> AsOf:
+    """The kept replay named ``schema``, or a clear error saying how to make one."""
+    q = f'"{check_schema_name(schema)}"'
+    try:
+        row = await pool.fetchrow(
+            f"SELECT position, recorded_at, until_text FROM {q}.{INFO_TABLE} LIMIT 1"
+        )
+    except (asyncpg.UndefinedTableError, asyncpg.InvalidSchemaNameError):
+        row = None
+    if row is None:
+        raise ConfigurationError(
+            f"{AS_OF_ENV}={schema}: there is no finished replay by that name. Make one with "
+            f"`kg audit replay --until POSITION --schema {schema}`; `kg audit replay --list` "
+            "shows the kept ones"
+        )
+    return AsOf(schema, int(row["position"]), row["recorded_at"], row["until_text"])
+
+
+async def list_replays(pool: asyncpg.Pool) -> list[AsOf]:
+    rows = await pool.fetch(
+        "SELECT table_schema FROM information_schema.tables WHERE table_name = $1 "
+        "ORDER BY table_schema",
+        INFO_TABLE,
+    )
+    return [await load_as_of(pool, r["table_schema"]) for r in rows]
+
+
+class ReadOnlyEventStore(EventStore):
+    """The store of an as-of runtime: reads see the log up to the replay's position (through
+    the schema's ``kg_events`` view); appends are refused before touching the database."""
+
+    def __init__(self, pool: asyncpg.Pool, as_of: AsOf) -> None:
+        super().__init__(pool)
+        self.as_of = as_of
+
+    async def append(
+        self,
+        scope: Scope,
+        stream_id: str,
+        events: Sequence[DomainEvent | PendingEvent],
+        *,
+        expected_version: int | None = None,
+        idempotency_key: str | None = None,
+        metadata: EventMetadata | None = None,
+    ) -> AppendResult:
+        raise self.as_of.read_only()
+
+
+class FrozenProjectionRunner(ProjectionRunner):
+    """The projections of a kept replay stay at its position: catch-up applies nothing (the
+    log beyond the position is not there for them), rebuild and run are refused."""
+
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        projections: Sequence[Projection],
+        ctx: ProjectionContext,
+        as_of: AsOf,
+    ) -> None:
+        super().__init__(pool, projections, ctx, maintain_indexes=False)
+        self.as_of = as_of
+
+    async def _ensure_rows(self, conn: asyncpg.Connection) -> None:
+        return None  # the replay wrote every checkpoint row; the transaction is read-only
+
+    async def catch_up(
+        self, names: Sequence[str] | None = None, *, until: int | None = None
+    ) -> int:
+        return 0
+
+    async def rebuild(self, names: Sequence[str] | None = None) -> int:
+        raise self.as_of.read_only("rebuild projections")
+
+    async def run(self, stop: asyncio.Event, *, poll_interval: float = 1.0) -> None:
+        raise self.as_of.read_only("run the projections")

@@ -1,0 +1,86 @@
+"""``kg audit replay``: materialise the graph as of a position or a time into a kept schema."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import asyncpg
+
+from kg.audit.as_of import AsOf, freeze_replay_schema
+from kg.audit.replay import check_schema_name, create_replay_schema, drop_replay_schema, replay
+from kg.embeddings.base import EmbeddingProvider
+from kg.errors import ValidationError
+
+# The longest prefix of the log recorded at or before the time. Positions follow commit order,
+# but recorded_at is taken just before an append waits for the log lock, so times are not
+# strictly monotonic in position; a prefix is what "the log as it was" can mean.
+_POSITION_AT = """
+SELECT coalesce((SELECT min(position) - 1 FROM kg_events WHERE recorded_at > $1),
+                (SELECT position FROM kg_log_head WHERE id = 1))
+"""
+
+
+def parse_time(text: str) -> datetime:
+    """ISO-8601 (``2026-03-01``, ``2026-03-01T12:00:00Z``, with an offset); no zone = UTC."""
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValidationError(
+            f"{text!r} is neither a log position nor an ISO-8601 time "
+            "(e.g. 1200, 2026-03-01 or 2026-03-01T12:00:00Z)"
+        ) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+async def resolve_until(pool: asyncpg.Pool, until: str) -> int:
+    """A position (digits) or a time (ISO-8601) as a position of the global log."""
+    head = int(await pool.fetchval("SELECT position FROM kg_log_head WHERE id = 1"))
+    if until.strip().isdigit():
+        position = int(until)
+        if position > head:
+            raise ValidationError(
+                f"position {position} is beyond the end of the log (last position {head})"
+            )
+        return position
+    return int(await pool.fetchval(_POSITION_AT, parse_time(until)))
+
+
+async def schema_exists(pool: asyncpg.Pool, schema: str) -> bool:
+    return bool(
+        await pool.fetchval("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", schema)
+    )
+
+
+async def materialise(
+    pool: asyncpg.Pool,
+    url: str,
+    until: str,
+    embedder: EmbeddingProvider,
+    schema: str | None = None,
+) -> tuple[AsOf, int]:
+    """Replay the log up to ``until`` into ``schema`` (default ``kg_asof_<position>``) and keep
+    it, frozen; returns it and the number of events replayed. ``pool`` is the system pool."""
+    position = await resolve_until(pool, until)
+    schema = check_schema_name(schema or f"kg_asof_{position}")
+    if await schema_exists(pool, schema):
+        raise ValidationError(
+            f"schema {schema!r} already exists: pass another --schema, or drop it first with "
+            f"`kg audit replay --drop {schema}`"
+        )
+    await create_replay_schema(pool, schema)
+    try:
+        applied = await replay(url, schema, position, embedder)
+        as_of = await freeze_replay_schema(pool, schema, position, until)
+    except BaseException:
+        await drop_replay_schema(pool, schema)
+        raise
+    return as_of, applied
+
+
+async def drop_kept(pool: asyncpg.Pool, schema: str) -> None:
+    """Drop a replay schema (finished or interrupted); refuse any other schema."""
+    check_schema_name(schema)
+    is_replay = await pool.fetchval("SELECT to_regclass($1) IS NOT NULL", f'"{schema}".kg_nodes')
+    if not is_replay:
+        raise ValidationError(f"schema {schema!r} is not a replay schema: nothing dropped")
+    await drop_replay_schema(pool, schema)

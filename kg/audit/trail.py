@@ -1,0 +1,228 @@
+"""``kg audit trail``: the events about a decision, a session, an actor or a time window, in log
+order, each with who (actor), what (a one-line summary), when (recorded_at, position) and why
+(the rationale, the request, the reason) and where it came from (metadata ``source``).
+
+Selection runs in SQL within the runtime's scope (row-level security on the application role),
+and rows stream from a server-side cursor, so a long trail never sits in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from kg.config import Scope
+from kg.errors import NotFoundError, ValidationError
+from kg.events.envelope import RecordedEvent
+from kg.events.store import SELECT_EVENT, record_from_row
+
+COLUMNS = (
+    "position",
+    "recorded_at",
+    "actor",
+    "session_id",
+    "event_type",
+    "subject",
+    "what",
+    "why",
+    "source",
+    "stream_id",
+    "event_id",
+    "hash",
+)
+
+
+@dataclass(frozen=True)
+class TrailFilter:
+    decision: str | None = None
+    session: str | None = None
+    actor: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def check(self) -> None:
+        if not any((self.decision, self.session, self.actor, self.since, self.until)):
+            raise ValidationError(
+                "say whose trail: --decision ID, --session ID, --actor NAME and/or "
+                "--since T --until T"
+            )
+        if self.since and self.until and self.since > self.until:
+            raise ValidationError("--since is after --until: nothing can match")
+
+
+@dataclass(frozen=True)
+class TrailEntry:
+    position: int
+    recorded_at: str
+    actor: str
+    session_id: str | None
+    event_type: str
+    subject: str
+    what: str
+    why: str
+    source: str | None
+    stream_id: str
+    event_id: str
+    hash: str
+    payload: dict[str, Any]
+    metadata: dict[str, Any]
+
+    def row(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, c) for c in COLUMNS)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dict(zip(COLUMNS, self.row(), strict=True))
+        data["payload"], data["metadata"] = self.payload, self.metadata
+        return data
+
+
+def _short(text: Any, limit: int = 160) -> str:
+    flat = " ".join(str(text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def describe(e: RecordedEvent) -> tuple[str, str, str]:
+    """``(subject, what, why)`` for one event."""
+    p, t = e.payload, e.event_type
+    if t == "DecisionRecorded":
+        subject = f"decision:{p.get('decision_id')}"
+        graphs = list(p.get("context_graph_ids", ()))
+        what = f"decision recorded ({p.get('decision_type', 'general')}): {_short(p.get('text'))}"
+        why = _short(p.get("rationale"), 500)
+        if graphs:
+            why = f"{why} [informed by {', '.join(graphs)}]".strip()
+        return subject, what, why
+    if t == "NodeAsserted":
+        return p["node_id"], f"{p.get('node_type')} asserted: {_short(p.get('name'))}", ""
+    if t == "NodeRetired":
+        return p["node_id"], "node retired", _short(p.get("reason"))
+    if t in ("EdgeAsserted", "EdgeRetracted"):
+        verb = "asserted" if t == "EdgeAsserted" else "retracted"
+        edge = f"{p.get('from_node')} -{p.get('edge_type')}-> {p.get('to_node')}"
+        return p.get("from_node", ""), f"edge {verb}: {edge}", ""
+    if t == "ContextGraphBuilt":
+        request = p.get("request", {})
+        asked = ", ".join(
+            f"{k}={_short(v, 80)}"
+            for k, v in request.items()
+            if k in ("task", "anchors", "mode", "policies") and v
+        )
+        what = (
+            f"context graph built ({p.get('mode')}, {len(p.get('node_ids', ()))} nodes, "
+            f"{p.get('excluded_count', 0)} excluded by policy) as of position "
+            f"{p.get('as_of_position')}"
+        )
+        return f"context_graph:{p.get('context_graph_id')}", what, f"request: {asked}"
+    if t == "ContextGraphUsed":
+        nodes = list(p.get("node_ids", ()))
+        what = f"context graph used by tool call {p.get('tool_call_id')} ({p.get('usage_type')})"
+        why = f"nodes used: {', '.join(nodes)}" if nodes else ""
+        return f"context_graph:{p.get('context_graph_id')}", what, _short(why, 500)
+    if t in ("PolicyDefined", "PolicyRetired"):
+        verb = "defined" if t == "PolicyDefined" else "retired"
+        return (
+            p.get("policy_id", ""),
+            f"policy {verb}: {_short(p.get('name'))}",
+            _short(p.get("description") or p.get("reason")),
+        )
+    return e.stream_id, t, ""
+
+
+def entry(e: RecordedEvent) -> TrailEntry:
+    subject, what, why = describe(e)
+    meta = e.metadata
+    return TrailEntry(
+        e.position,
+        e.recorded_at.isoformat(),
+        e.actor,
+        meta.get("session_id"),
+        e.event_type,
+        subject,
+        what,
+        why,
+        meta.get("source"),
+        e.stream_id,
+        e.event_id,
+        e.hash,
+        e.payload,
+        meta,
+    )
+
+
+_NODE_REFS = "payload->>'node_id' = {n} OR payload->>'from_node' = {n} OR payload->>'to_node' = {n}"
+
+
+async def _decision_graphs(conn: asyncpg.Connection, scope: Scope, decision_id: str) -> list[str]:
+    rows = await conn.fetch(
+        "SELECT payload->'context_graph_ids' AS ids FROM kg_events WHERE tenant_id = $1 "
+        "AND project_id = $2 AND event_type = 'DecisionRecorded' "
+        "AND payload->>'decision_id' = $3",
+        scope.tenant_id,
+        scope.project_id,
+        decision_id,
+    )
+    return sorted({g for r in rows for g in (r["ids"] or [])})
+
+
+async def _where(
+    conn: asyncpg.Connection, scope: Scope, f: TrailFilter
+) -> tuple[list[str], list[Any]]:
+    args: list[Any] = [scope.tenant_id, scope.project_id]
+    where = ["tenant_id = $1", "project_id = $2"]
+
+    def arg(value: Any) -> str:
+        args.append(value)
+        return f"${len(args)}"
+
+    if f.decision:
+        decision_id = f.decision.removeprefix("decision:")
+        graphs = await _decision_graphs(conn, scope, decision_id)
+        d, n = arg(decision_id), arg(f"decision:{decision_id}")
+        g = arg(graphs)
+        where.append(
+            f"(payload->>'decision_id' = {d} OR {_NODE_REFS.format(n=n)} "
+            f"OR payload->'supersedes' ? {n} OR payload->'references' ? {n} "
+            f"OR payload->'node_ids' ? {n} "
+            f"OR (event_type IN ('ContextGraphBuilt', 'ContextGraphUsed') "
+            f"AND payload->>'context_graph_id' = ANY({g}::text[])))"
+        )
+    if f.session:
+        s, n = arg(f.session), arg(f"session:{f.session}")
+        where.append(
+            f"(metadata->>'session_id' = {s} OR payload->>'session_id' = {s} "
+            f"OR payload->'request'->>'session_id' = {s} OR {_NODE_REFS.format(n=n)})"
+        )
+    if f.actor:
+        where.append(f"metadata->>'actor' = {arg(f.actor)}")
+    if f.since:
+        where.append(f"recorded_at >= {arg(f.since)}")
+    if f.until:
+        where.append(f"recorded_at <= {arg(f.until)}")
+    return where, args
+
+
+async def trail(
+    pool: asyncpg.Pool, scope: Scope, f: TrailFilter, *, batch: int = 2000
+) -> AsyncIterator[TrailEntry]:
+    """The matching events of ``scope`` in position order (``pool``: the application pool)."""
+    f.check()
+    found = False
+    async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read"):
+        await conn.execute("SELECT set_config('kg.tenant_id', $1, true)", scope.tenant_id)
+        where, args = await _where(conn, scope, f)
+        sql = (
+            f"SELECT {SELECT_EVENT} FROM kg_events WHERE {' AND '.join(where)} "
+            "ORDER BY tenant_id, position"
+        )
+        async for row in conn.cursor(sql, *args, prefetch=batch):
+            found = True
+            yield entry(record_from_row(row))
+    if not found and f.decision:
+        raise NotFoundError(
+            f"no events about decision {f.decision!r} in this project: use a decision id as "
+            "record_decision or kg backfill gave it"
+        )

@@ -1,0 +1,141 @@
+"""``kg audit replay``: the graph as of a past position, kept in its own schema, read through an
+as-of runtime that sees the log up to that position, stays in its tenant and writes nothing."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from kg.audit.as_of import AsOfReadOnlyError, list_replays
+from kg.audit.snapshot import drop_kept, materialise, resolve_until
+from kg.audit.verify import find_position_gaps, verify_tenant
+from kg.config import Scope, Settings
+from kg.embeddings import HashingEmbedder
+from kg.errors import ConfigurationError, ValidationError
+from kg.events import EdgeAsserted, NodeAsserted, NodeRetired
+from kg.graph_queries import get_entity_neighbors
+from kg.runtime import Runtime, open_runtime
+from kg.search import search
+
+
+def node(node_id: str, name: str) -> NodeAsserted:
+    return NodeAsserted(node_id=node_id, node_type="Component", name=name, content=name)
+
+
+@pytest.fixture
+async def history(runtime: Runtime, scope: Scope) -> AsyncIterator[int]:
+    """A graph, then later changes to it; yields the position between the two."""
+    first = await runtime.store.append(
+        scope,
+        "s",
+        [
+            node("component:a", "Alpha billing"),
+            node("component:b", "Beta ledger"),
+            EdgeAsserted(edge_type="USES", from_node="component:a", to_node="component:b"),
+        ],
+    )
+    await runtime.store.append(Scope("other", "p"), "s", [node("component:x", "Other tenant")])
+    await runtime.store.append(
+        scope,
+        "s",
+        [
+            node("component:a", "Alpha renamed"),
+            NodeRetired(node_id="component:b"),
+            node("component:c", "Gamma"),
+        ],
+    )
+    await runtime.catch_up()
+    yield first.last_position
+
+
+@asynccontextmanager
+async def open_as_of(runtime: Runtime, schema: str) -> AsyncIterator[Runtime]:
+    settings = Settings(runtime.url, runtime.scope, Path("."))
+    async with open_runtime(
+        settings, url=runtime.url, embedder=HashingEmbedder(), as_of_schema=schema
+    ) as rt:
+        yield rt
+
+
+async def test_replay_shows_the_graph_before_a_later_change(
+    runtime: Runtime, scope: Scope, history: int
+) -> None:
+    as_of, applied = await materialise(
+        runtime.system_pool, runtime.url, str(history), HashingEmbedder(), "past"
+    )
+    assert (as_of.position, applied) == (history, history)
+    async with open_as_of(runtime, "past") as rt:
+        assert rt.as_of is not None and rt.as_of.position == history
+        # Every read path runs unchanged against the past graph.
+        neighbours = await get_entity_neighbors(rt, "component:a")
+        assert neighbours["node"]["name"] == "Alpha billing"
+        assert [n["node_id"] for n in neighbours["neighbors"]] == ["component:b"]
+        hits = await search(rt.app_pool, scope, "Gamma", mode="fulltext")
+        assert not hits.hits, "component:c did not exist yet"
+        # The log itself is seen as it was.
+        assert await rt.store.last_position() == history
+        assert [e.position for e in await rt.store.read_all(0, scope=scope)] == [1, 2, 3]
+        assert (await verify_tenant(rt.app_pool, scope.tenant_id)).events == 3
+        assert await find_position_gaps(rt.system_pool) == []
+        # Tenancy holds in the replay schema too.
+        assert await rt.app_pool.fetch("SELECT node_id FROM kg_nodes") == []
+        async with rt.app_pool.acquire() as conn, conn.transaction():
+            await conn.execute("SELECT set_config('kg.tenant_id', 'acme', true)")
+            rows = await conn.fetch("SELECT node_id FROM kg_nodes ORDER BY 1")
+        assert [r["node_id"] for r in rows] == ["component:a", "component:b"]
+    # The live graph moved on.
+    live = await get_entity_neighbors(runtime, "component:a")
+    assert live["node"]["name"] == "Alpha renamed" and live["neighbors"] == []
+
+
+async def test_an_as_of_runtime_writes_nothing(
+    runtime: Runtime, scope: Scope, history: int
+) -> None:
+    await materialise(runtime.system_pool, runtime.url, str(history), HashingEmbedder(), "ro")
+    head = await runtime.store.last_position()
+    async with open_as_of(runtime, "ro") as rt:
+        with pytest.raises(AsOfReadOnlyError, match="read-only"):
+            await rt.store.append(scope, "s", [node("component:z", "Z")])
+        assert await rt.catch_up() == 0
+        with pytest.raises(AsOfReadOnlyError):
+            await rt.runner.rebuild()
+        assert [s.position for s in await rt.runner.status()] == [history] * 4
+        for pool in (rt.app_pool, rt.system_pool):
+            with pytest.raises(asyncpg.ReadOnlySQLTransactionError):
+                await pool.execute("UPDATE public.kg_log_head SET position = position")
+    assert await runtime.store.last_position() == head
+
+
+async def test_replay_until_a_time_takes_the_prefix_recorded_by_then(
+    runtime: Runtime, history: int
+) -> None:
+    at = await runtime.system_pool.fetchval(
+        "SELECT recorded_at FROM kg_events WHERE position = $1", history
+    )
+    assert await resolve_until(runtime.system_pool, at.isoformat()) == history
+    assert await resolve_until(runtime.system_pool, "2001-01-01") == 0
+    assert await resolve_until(runtime.system_pool, "2999-01-01T00:00:00Z") == 7
+    with pytest.raises(ValidationError, match="beyond the end of the log"):
+        await resolve_until(runtime.system_pool, "99")
+    with pytest.raises(ValidationError, match="ISO-8601"):
+        await resolve_until(runtime.system_pool, "yesterday")
+
+
+async def test_kept_replays_are_listed_refused_when_unknown_and_dropped(
+    runtime: Runtime, history: int
+) -> None:
+    await materialise(runtime.system_pool, runtime.url, "2", HashingEmbedder())
+    assert [r.schema for r in await list_replays(runtime.system_pool)] == ["kg_asof_2"]
+    with pytest.raises(ValidationError, match="already exists"):
+        await materialise(runtime.system_pool, runtime.url, "2", HashingEmbedder())
+    with pytest.raises(ConfigurationError, match="no finished replay"):
+        async with open_as_of(runtime, "nope"):
+            pass
+    with pytest.raises(ValidationError, match="not a replay schema"):
+        await drop_kept(runtime.system_pool, "pg_toast")
+    await drop_kept(runtime.system_pool, "kg_asof_2")
+    assert await list_replays(runtime.system_pool) == []
