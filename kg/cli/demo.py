@@ -5,11 +5,15 @@ from __future__ import annotations
 from kg.audit.verify import verify_tenant
 from kg.cli import db
 from kg.cli.common import console, run
+from kg.cli.inspect_node import build_tree
 from kg.context.reproduce import reproduce_context_graph
 from kg.context.service import build_context_graph, parse_request
 from kg.demo import seed_demo
 from kg.events import EventMetadata
-from kg.runtime import open_runtime
+from kg.graph_queries import get_entity_neighbors
+from kg.ingest.examples import EXAMPLES_SCOPE, examples_root, examples_runtime
+from kg.ingest.service import ingest_paths, lint_project
+from kg.runtime import Runtime, open_runtime
 
 
 def demo() -> None:
@@ -39,6 +43,33 @@ def demo() -> None:
                 f"audit context: {await reproduce_context_graph(rt, graph.context_graph_id)}"
             )
             console.print(f"audit verify: {await verify_tenant(rt.app_pool, rt.scope.tenant_id)}\n")
+            await _examples(rt)
 
     run(go)
     db.status()
+
+
+async def _examples(rt: Runtime) -> None:
+    """Ingest the example specs (only what changed since the last demo), lint them (one link
+    is broken on purpose) and show one epic's dependency tree."""
+    root = examples_root()
+    if root is None:
+        console.print("example project not found next to the kg package: skipped\n")
+        return
+    ex = examples_runtime(rt, root)
+    report = await ingest_paths(ex, [root], actor="kg demo")
+    scope = f"tenant {EXAMPLES_SCOPE.tenant_id}, project {EXAMPLES_SCOPE.project_id}"
+    console.print(f"example specs ({root}, {scope}):", markup=False)
+    console.print(f"ingested {report.summary()}", markup=False)
+    console.print("\nkg lint of the example specs (one link is broken on purpose):")
+    for problem in await lint_project(root):
+        console.print(f"  {problem}", markup=False)
+    epic = "document:docs/epics/spec-ingestion.md"
+    result = await get_entity_neighbors(ex, epic, direction="out", depth=2)
+    console.print(f"\nkg inspect {epic} (in the examples' scope):")
+    console.print(build_tree(result))
+    console.print(
+        f"try: KG_TENANT={EXAMPLES_SCOPE.tenant_id} KG_PROJECT={EXAMPLES_SCOPE.project_id} "
+        f"kg inspect {epic}\n",
+        markup=False,
+    )

@@ -81,6 +81,18 @@ def read_markdown_file(
             data = handle.read(max_bytes + 1)  # the file may have grown since stat()
     except OSError as error:
         return problem(f"cannot read file: {_reason(error)}")
+    return decode_markdown_bytes(data, shown, max_bytes)
+
+
+def decode_markdown_bytes(
+    data: bytes, shown: str, max_bytes: int = DEFAULT_MAX_BYTES
+) -> tuple[str | None, ParseProblem | None]:
+    """The checks of :func:`read_markdown_file` on bytes already read (e.g. a blob from the git
+    index): size, NUL bytes (binary), UTF-8; ``shown`` names the file in the problem."""
+
+    def problem(message: str, line: int = 1) -> tuple[None, ParseProblem]:
+        return None, ParseProblem(shown, line, message)
+
     if len(data) > max_bytes:
         return problem(f"refused: file is larger than the limit of {max_bytes} bytes")
     nul = data.find(b"\x00")

@@ -40,6 +40,7 @@ from kg.ingest.model import (
     ParsedEdge,
     ParsedNode,
     ParseProblem,
+    Severity,
     document_id,
     path_id_problem,
     requirement_id,
@@ -248,6 +249,7 @@ class _Builder:
             self._problem(
                 line,
                 f"wiki link {raw} matches several files; using {target.relpath} (not {others})",
+                "warning",
             )
         self._edge(REFERENCES, owner, _target_id(target), {"line": line, "raw": raw})
 
@@ -273,8 +275,8 @@ class _Builder:
         if key not in self.edges:
             self.edges[key] = ParsedEdge(edge_type, from_node, to_node, props)
 
-    def _problem(self, line: int, message: str) -> None:
-        self.problems.append(ParseProblem(self.relpath, line, message))
+    def _problem(self, line: int, message: str, severity: Severity = "error") -> None:
+        self.problems.append(ParseProblem(self.relpath, line, message, severity))
 
     def _text(self, start: int, end: int) -> str:
         return "\n".join(self.lines[start:end]).strip()

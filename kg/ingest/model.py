@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 # Node ids are at most 1000 characters after the type prefix, with no control characters (see
 # kg.events.knowledge); a path this long still leaves room for "#" and a slug.
@@ -50,13 +50,20 @@ class ParsedEdge:
     properties: dict[str, Any]
 
 
+Severity = Literal["error", "warning"]
+
+
 @dataclass(frozen=True, slots=True)
 class ParseProblem:
-    """Something wrong with an input file, rendered like a compiler message."""
+    """Something wrong with an input file, rendered like a compiler message.
+
+    A ``warning`` (e.g. an ambiguous wiki link that still resolved) does not fail ``kg lint``.
+    """
 
     path: str
     line: int
     message: str
+    severity: Severity = "error"
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.message}"

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor
 from pathlib import Path
 
 from kg.ingest.files import DEFAULT_MAX_BYTES, project_relpath
 from kg.ingest.links import MARKDOWN_SUFFIXES, WikiIndex
-from kg.ingest.markdown import parse_markdown
+from kg.ingest.markdown import parse_markdown, parse_text
 from kg.ingest.model import ParsedDocument, ParseProblem
 from kg.ingest.schema_map import SchemaMap, load_schema_map
 
@@ -61,6 +61,39 @@ def parse_project(
         workers, initializer=_init_worker, initargs=(root, schema, index, max_bytes)
     ) as pool:
         return list(pool.map(_parse_one, targets, chunksize=chunk))
+
+
+def parse_texts(
+    items: Sequence[tuple[str, str]],
+    schema: SchemaMap,
+    index: WikiIndex,
+    *,
+    pool: Executor | None = None,
+    chunk_size: int = 16,
+) -> list[ParsedDocument]:
+    """Parse ``(relpath, text)`` pairs already read (and checked) by the caller, in order.
+
+    With ``pool`` (a process pool made by :func:`parsing_pool`) the work is spread over its
+    processes, ``chunk_size`` files per task.
+    """
+    if pool is None:
+        return [parse_text(relpath, text, schema, index) for relpath, text in items]
+    size = max(1, chunk_size)
+    chunks = [list(items[i : i + size]) for i in range(0, len(items), size)]
+    return [doc for part in pool.map(_parse_text_chunk, chunks) for doc in part]
+
+
+def parsing_pool(root: Path, schema: SchemaMap, index: WikiIndex, workers: int) -> Executor:
+    """A process pool whose workers hold ``schema`` and ``index`` (sent once, not per file)."""
+    return ProcessPoolExecutor(
+        workers, initializer=_init_worker, initargs=(root, schema, index, DEFAULT_MAX_BYTES)
+    )
+
+
+def _parse_text_chunk(items: list[tuple[str, str]]) -> list[ParsedDocument]:
+    assert _context is not None
+    _, schema, index, _ = _context
+    return [parse_text(relpath, text, schema, index) for relpath, text in items]
 
 
 # Per-process parsing context, set once by the pool initializer instead of pickled per file.

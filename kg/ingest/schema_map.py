@@ -98,6 +98,7 @@ DEFAULT_RULES: tuple[TypeRule, ...] = (
     TypeRule(
         "Story", paths=("**/stories/*.md",), front_matter_types=("story",), headings=(r"^Story\b",)
     ),
+    TypeRule("Rule", paths=("**/rules/*.md",), front_matter_types=("rule",)),
 )
 
 

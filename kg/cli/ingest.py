@@ -1,0 +1,137 @@
+"""``kg ingest PATH...``, ``kg sync`` and ``kg lint``: specs into the graph, and their integrity.
+
+Paths on the command line are relative to the working directory (as in any shell command);
+the application functions take them relative to the project root, so they are made absolute
+here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+
+import typer
+
+from kg.cli.common import console, err_console, run
+from kg.ingest.model import ParseProblem
+from kg.ingest.report import IngestReport, SyncReport
+
+
+def _absolute(paths: Sequence[Path] | None) -> list[Path] | None:
+    if not paths:
+        return None
+    return [p if p.is_absolute() else Path.cwd() / p for p in paths]
+
+
+def print_problems(problems: Sequence[ParseProblem]) -> None:
+    """``file:line: message`` on stderr (``warning:`` before the message for warnings)."""
+    for p in problems:
+        prefix = "" if p.severity == "error" else "warning: "
+        err_console.print(f"{p.path}:{p.line}: {prefix}{p.message}", markup=False)
+
+
+def print_ingest(report: IngestReport) -> None:
+    console.print(f"ingested {report.summary()}", markup=False)
+    console.print(
+        f"nodes: {report.nodes_asserted} asserted, {report.nodes_retired} retired; "
+        f"edges: {report.edges_asserted} asserted, {report.edges_retracted} retracted"
+    )
+    console.print(
+        f"projections caught up: {report.projected} events applied, "
+        f"{report.embedded} texts embedded ({report.seconds:.2f} s)"
+    )
+    print_problems(report.problems)
+
+
+def ingest(
+    paths: list[Path] = typer.Argument(
+        ..., help="Markdown files or folders (folders: every Markdown file under them)."
+    ),
+    force: bool = typer.Option(
+        False, "--force", help="Re-derive every file, even those whose content is unchanged."
+    ),
+    workers: int = typer.Option(0, help="Parsing processes (0: one per CPU, at most 4)."),
+) -> None:
+    """Parse Markdown specs into the graph, appending events only for what changed."""
+    from kg.ingest.service import ingest_paths
+    from kg.runtime import open_runtime
+
+    async def go() -> IngestReport:
+        async with open_runtime() as rt:
+            return await ingest_paths(rt, _absolute(paths), force=force, workers=workers)
+
+    report = run(go)
+    print_ingest(report)
+    if report.failed or any(p.message.startswith("refused") for p in report.errors):
+        raise typer.Exit(1)
+
+
+def sync(
+    full: bool = typer.Option(False, "--full", help="Scan every file, not only changed ones."),
+) -> None:
+    """Bring the graph up to the current git commit.
+
+    Only the Markdown files changed since the last synced commit are ingested (found with git
+    diff); a full scan the first time, or outside git.
+    """
+    from kg.ingest.service import sync_project
+    from kg.runtime import open_runtime
+
+    async def go() -> SyncReport:
+        async with open_runtime() as rt:
+            return await sync_project(rt, full=full)
+
+    report = run(go)
+    console.print(f"sync: {report.summary()}", markup=False)
+    if report.ingest is not None:
+        print_problems(report.ingest.problems)
+        if report.ingest.failed:
+            raise typer.Exit(1)
+
+
+def lint(
+    paths: list[Path] = typer.Argument(
+        None,
+        help="Only report problems in these files or folders (links are still checked "
+        "against the whole project).",
+    ),
+    staged: bool = typer.Option(
+        False, "--staged", help="Lint what the next commit would record (the git index)."
+    ),
+    workers: int = typer.Option(1, help="Parsing processes."),
+) -> None:
+    """Check the Markdown specs' integrity; exit code 1 on any error.
+
+    Dangling links and anchors, duplicate ids, malformed front matter, unreadable files: one
+    line each, as file:line: message.
+    """
+    from kg.config import Settings
+    from kg.errors import KgError
+    from kg.ingest.service import lint_project
+    from kg.ingest.staged import lint_staged
+
+    root = Settings.from_env().project_root
+
+    async def go() -> list[ParseProblem]:
+        if staged:
+            return await asyncio.to_thread(lint_staged, root)
+        return await lint_project(root, _absolute(paths), workers=workers)
+
+    try:
+        problems = asyncio.run(go())
+    except KgError as error:
+        err_console.print(f"[bold red]error:[/] {error}")
+        raise typer.Exit(2) from None
+    for p in problems:
+        prefix = "" if p.severity == "error" else "warning: "
+        console.print(f"{p.path}:{p.line}: {prefix}{p.message}", markup=False)
+    errors = sum(1 for p in problems if p.severity == "error")
+    warnings = len(problems) - errors
+    files = len({p.path for p in problems})
+    if problems:
+        err_console.print(f"{errors} errors, {warnings} warnings in {files} files")
+    else:
+        err_console.print("no problems found")
+    if errors:
+        raise typer.Exit(1)

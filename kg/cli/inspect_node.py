@@ -1,0 +1,124 @@
+"""``kg inspect NODE``: a node's dependency tree in the terminal.
+
+The neighbourhood comes from :func:`kg.graph_queries.get_entity_neighbors`, which applies the
+project's policies: a denied node is never shown (only counted), a redacted one shows its id
+and type only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.markup import escape
+from rich.tree import Tree
+
+from kg.cli.common import console, run
+
+_NODE_ID = re.compile(r"^[a-z][a-z0-9_]{0,39}:")
+_MD = re.compile(r"\.(md|markdown)(#|$)", re.IGNORECASE)
+
+
+def resolve_node(text: str, root: Path, cwd: Path) -> str:
+    """A node id from what a developer types: an id, a Markdown path (with an optional
+    ``#anchor``, relative to ``cwd``), or a requirement id such as ``FR13``."""
+    from kg.ingest.files import project_relpath
+    from kg.ingest.model import document_id, requirement_id, section_id
+    from kg.ingest.schema_map import load_schema_map
+
+    if _NODE_ID.match(text):
+        return text
+    if _MD.search(text):
+        path, _, anchor = text.partition("#")
+        rel = project_relpath(root, cwd / path)
+        if rel is not None:
+            return section_id(rel, anchor.lower()) if anchor else document_id(rel)
+    req = load_schema_map(root).requirements.leading(text)
+    if req is not None and req.raw.strip() == text.strip():
+        return requirement_id(req.canonical)
+    return text
+
+
+def _label(view: dict[str, Any], *, content: bool = False) -> str:
+    text = f"[bold]{escape(view['node_id'])}[/] [cyan]({escape(view['node_type'])})[/]"
+    if view.get("redacted"):
+        return text + " [dim][redacted][/]"
+    text += f" {escape(view['name'])}"
+    if content and view.get("content"):
+        first = view["content"].strip().splitlines()[0][:120]
+        text += f"\n[dim]{escape(first)}[/]"
+    return text
+
+
+def build_tree(result: dict[str, Any], *, content: bool = False) -> Tree:
+    """Edges hang under the nearer end (by hop); each node is expanded once, at its first
+    place, and later places say "(see above)"."""
+    start = result["node"]["node_id"]
+    views = {start: result["node"]} | {n["node_id"]: n for n in result["neighbors"]}
+    hops = {start: 0} | {n["node_id"]: n["hop"] for n in result["neighbors"]}
+    children: dict[str, list[tuple[str, str, str]]] = {}
+    for edge in result["edges"]:
+        a, b = edge["from_node"], edge["to_node"]
+        if a not in hops or b not in hops:
+            continue
+        parent, child, arrow = (a, b, "→") if hops[a] <= hops[b] else (b, a, "←")
+        children.setdefault(parent, []).append((edge["edge_type"], child, arrow))
+    root = Tree(_label(result["node"], content=content))
+    shown = {start}
+
+    def grow(branch: Tree, node_id: str) -> None:
+        for edge_type, child, arrow in sorted(children.get(node_id, [])):
+            prefix = f"{edge_type} →" if arrow == "→" else f"← {edge_type}"
+            label = f"[magenta]{prefix}[/] {_label(views[child], content=content)}"
+            if child in shown:
+                branch.add(label + " [dim](see above)[/]")
+                continue
+            shown.add(child)
+            grow(branch.add(label), child)
+
+    grow(root, start)
+    return root
+
+
+def inspect(
+    node: str = typer.Argument(
+        ..., help="A node id, a Markdown path (docs/prd.md or docs/prd.md#goals) or FR-13."
+    ),
+    depth: int = typer.Option(2, help="Hops to follow (1 to 3)."),
+    direction: str = typer.Option("both", help="out (what it depends on), in, or both."),
+    edge_type: list[str] = typer.Option(None, "--edge", help="Only follow these edge types."),
+    limit: int = typer.Option(100, help="At most this many nodes."),
+    content: bool = typer.Option(False, "--content", help="Show each node's first line."),
+) -> None:
+    """Show a node's dependency tree: its edges out and in, to DEPTH hops."""
+    from kg.graph_queries import get_entity_neighbors
+    from kg.runtime import open_runtime
+
+    async def go() -> dict[str, Any]:
+        async with open_runtime() as rt:
+            node_id = resolve_node(node, rt.settings.project_root, Path.cwd())
+            return await get_entity_neighbors(
+                rt,
+                node_id,
+                edge_types=_list(edge_type),
+                depth=depth,
+                direction=direction,
+                limit=limit,
+            )
+
+    result = run(go)
+    console.print(build_tree(result, content=content))
+    notes = []
+    if result["excluded_by_policy"]:
+        notes.append(f"{result['excluded_by_policy']} nodes excluded by policy")
+    if result["truncated"]:
+        notes.append(f"truncated at {limit} nodes (--limit)")
+    if notes:
+        console.print(f"[dim]{'; '.join(notes)}[/]")
+
+
+def _list(values: Sequence[str] | None) -> tuple[str, ...]:
+    return tuple(values or ())

@@ -1,0 +1,203 @@
+"""What one file's ingestion must append: the difference between its parse and the graph.
+
+Pure functions, no database: :mod:`kg.ingest.state` reads what is projected for a file, this
+module compares it with the new parse and returns the events. Ownership is by id: a file owns
+its ``document:`` node and the ``section:`` nodes its document CONTAINS, and every edge that
+starts at one of them. ``requirement:`` nodes are shared by every file that mentions them, so
+a file asserts one only when the graph lacks it and never retires one itself (see
+:func:`kg.ingest.service.retire_orphan_requirements`).
+
+Edges carry the link as written (``raw``) but not its line number: a line added at the top of a
+file would otherwise re-assert every edge below it. ``kg lint`` reports lines from the parse.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kg.events import EdgeAsserted, EdgeRetracted, NodeAsserted, NodeRetired
+from kg.events.base import DomainEvent
+from kg.events.hashing import canonical_json
+from kg.ingest.model import DOCUMENT, REQUIREMENT, ParsedDocument, ParsedEdge, ParsedNode
+from kg.ingest.schema_map import SchemaMap
+
+# Bump when parsing rules change what a file produces, so unchanged files are re-derived.
+PARSER_VERSION = "1"
+SOURCE_KEY = "kg_source"
+STREAM_PREFIX = "doc:"
+_MAX_STREAM = 500
+_EDGE_PROPERTIES = ("raw",)
+
+EdgeKey = tuple[str, str, str]
+
+
+def stream_id(relpath: str) -> str:
+    """The stream holding one file's events: ``doc:{relpath}`` (hashed when too long)."""
+    candidate = STREAM_PREFIX + relpath
+    if len(candidate) <= _MAX_STREAM:
+        return candidate
+    return f"{STREAM_PREFIX}sha256:{hashlib.sha256(relpath.encode()).hexdigest()}"
+
+
+def schema_fingerprint(schema: SchemaMap) -> str:
+    """Changes when the schema map would type nodes differently."""
+    rules = [
+        [r.node_type, list(r.paths), list(r.front_matter_types), list(r.headings)]
+        for r in schema.rules
+    ]
+    text = canonical_json({"rules": rules, "prefixes": list(schema.requirement_prefixes)})
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def file_fingerprint(content_hash: str, schema_fp: str) -> str:
+    """Same fingerprint, same nodes and edges: the file can be skipped without parsing."""
+    text = f"{PARSER_VERSION}\n{schema_fp}\n{content_hash}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class NodeState:
+    node_type: str
+    name: str
+    content: str
+    properties: dict[str, Any]
+    labels: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeState:
+    properties: dict[str, Any]
+    weight: float
+
+
+@dataclass(slots=True)
+class ProjectedFile:
+    """What the graph holds for one file: its nodes and the edges leaving them."""
+
+    nodes: dict[str, NodeState] = field(default_factory=dict)
+    edges: dict[EdgeKey, EdgeState] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class FileChange:
+    """The events for one file and what they amount to."""
+
+    relpath: str
+    removed: bool = False
+    events: list[DomainEvent] = field(default_factory=list)
+    nodes_asserted: int = 0
+    nodes_retired: int = 0
+    edges_asserted: int = 0
+    edges_retracted: int = 0
+    # Requirement nodes this file stopped pointing at: retired later if nothing else does.
+    dropped_requirements: set[str] = field(default_factory=set)
+
+
+def graph_node(node: ParsedNode, source: dict[str, Any] | None) -> NodeState:
+    """The state a parsed node is asserted with; the document carries its source fingerprint.
+
+    Parsed properties are already JSON values (front matter is converted by the parser), so
+    they compare equal to what jsonb gives back without a round trip through JSON.
+    """
+    properties = node.properties
+    if source is not None:
+        properties = {**properties, SOURCE_KEY: source}
+    return NodeState(node.node_type, node.name, node.content, properties, node.labels)
+
+
+def graph_edge(edge: ParsedEdge) -> EdgeState:
+    props = edge.properties
+    return EdgeState({k: props[k] for k in _EDGE_PROPERTIES if k in props}, 1.0)
+
+
+def _is_requirement(node: ParsedNode) -> bool:
+    return node.node_type == REQUIREMENT or REQUIREMENT in node.labels
+
+
+def diff_file(
+    relpath: str,
+    parsed: ParsedDocument | None,
+    projected: ProjectedFile,
+    *,
+    source: dict[str, Any] | None,
+    known_requirements: set[str],
+    reason: str,
+) -> FileChange:
+    """The events that turn ``projected`` into ``parsed`` (``None``: the file is gone).
+
+    ``known_requirements`` holds the requirement ids the graph has (or that an earlier file of
+    this run asserted); ids asserted here are added to it. ``reason`` goes into NodeRetired.
+    """
+    change = FileChange(relpath, removed=parsed is None)
+    wanted: dict[str, NodeState] = {}
+    requirements: list[ParsedNode] = []
+    edges: dict[EdgeKey, EdgeState] = {}
+    if parsed is not None:
+        for node in parsed.nodes:
+            if _is_requirement(node):
+                requirements.append(node)
+            else:
+                is_doc = DOCUMENT in node.labels and node.node_id == parsed.document_id
+                wanted[node.node_id] = graph_node(node, source if is_doc else None)
+        for edge in parsed.edges:
+            edges[(edge.edge_type, edge.from_node, edge.to_node)] = graph_edge(edge)
+
+    retired = [node_id for node_id in projected.nodes if node_id not in wanted]
+    for node_id in sorted(retired):
+        change.events.append(NodeRetired(node_id=node_id, reason=reason))
+    change.nodes_retired = len(retired)
+    for node_id, state in wanted.items():
+        if projected.nodes.get(node_id) != state:
+            change.events.append(_node_event(node_id, state))
+            change.nodes_asserted += 1
+    for req in requirements:
+        if req.node_id not in known_requirements:
+            known_requirements.add(req.node_id)
+            change.events.append(_node_event(req.node_id, graph_node(req, None)))
+            change.nodes_asserted += 1
+
+    gone = set(retired)
+    for key in sorted(projected.edges):
+        if key in edges:
+            continue
+        edge_type, from_node, to_node = key
+        if to_node.startswith("requirement:"):
+            change.dropped_requirements.add(to_node)
+        if from_node in gone or to_node in gone:
+            continue  # NodeRetired takes the edge with it
+        change.events.append(
+            EdgeRetracted(edge_type=edge_type, from_node=from_node, to_node=to_node)
+        )
+        change.edges_retracted += 1
+    for key, wanted_edge in edges.items():
+        if projected.edges.get(key) != wanted_edge:
+            edge_type, from_node, to_node = key
+            change.events.append(
+                EdgeAsserted(
+                    edge_type=edge_type,
+                    from_node=from_node,
+                    to_node=to_node,
+                    weight=wanted_edge.weight,
+                    properties=wanted_edge.properties,
+                )
+            )
+            change.edges_asserted += 1
+    return change
+
+
+def _node_event(node_id: str, state: NodeState) -> NodeAsserted:
+    return NodeAsserted(
+        node_id=node_id,
+        node_type=state.node_type,
+        name=state.name,
+        content=state.content,
+        properties=state.properties,
+        labels=state.labels,
+    )
+
+
+def requirement_ids(docs: Iterable[ParsedDocument]) -> set[str]:
+    return {n.node_id for d in docs for n in d.nodes if _is_requirement(n)}

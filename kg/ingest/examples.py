@@ -1,0 +1,29 @@
+"""The example project under ``examples/`` (the specs of kg itself), as ``kg demo`` uses it.
+
+It is ingested into a scope of its own (tenant ``examples``, project ``kg``) with
+``examples/`` as its project root, so its ids read ``document:docs/prd.md`` and it never mixes
+with the specs of the project the demo runs in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import kg
+from kg.config import Scope
+from kg.runtime import Runtime
+
+EXAMPLES_SCOPE = Scope("examples", "kg")
+
+
+def examples_root() -> Path | None:
+    """``examples/`` next to the ``kg`` package (a source checkout or editable install)."""
+    root = Path(kg.__file__).resolve().parent.parent / "examples"
+    return root if (root / "docs").is_dir() else None
+
+
+def examples_runtime(rt: Runtime, root: Path) -> Runtime:
+    """``rt``'s database and pools, in the examples' scope and project root."""
+    settings = dataclasses.replace(rt.settings, scope=EXAMPLES_SCOPE, project_root=root)
+    return Runtime(settings, rt.url, rt.app_pool, rt.system_pool, rt.embedder)

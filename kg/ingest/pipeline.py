@@ -1,0 +1,367 @@
+"""The ingest pipeline: read, skip what is unchanged, parse, diff against the graph, append.
+
+1. Every target file is read and hashed; one batched lookup of the document nodes'
+   fingerprints tells which files changed (an unchanged file is never parsed).
+2. Changed files are parsed in chunks (in worker processes for large batches; the next chunk
+   is parsed while the current one is written).
+3. Each chunk is compared with what the graph holds for those files (a few batched queries,
+   :mod:`kg.ingest.state`) and the differences are appended, one stream per file, many files
+   per transaction (:func:`kg.events.multi.append_multi`) with each stream's expected version.
+   Events of one transaction are grouped by kind, so the projections apply long runs.
+4. The projections catch up (embedding new content), then requirement nodes that no file
+   mentions any more are retired.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pydantic
+
+from kg.errors import ConcurrencyConflictError
+from kg.events import EventMetadata, NodeRetired, PendingEvent
+from kg.events.multi import StreamEvent, append_multi
+from kg.events.store import MAX_BATCH
+from kg.ingest import bulk, state
+from kg.ingest.diff import (
+    FileChange,
+    ProjectedFile,
+    diff_file,
+    file_fingerprint,
+    requirement_ids,
+    schema_fingerprint,
+    stream_id,
+)
+from kg.ingest.files import read_markdown_file
+from kg.ingest.links import WikiIndex
+from kg.ingest.model import ParsedDocument, ParseProblem, document_id
+from kg.ingest.project import discover_markdown, parse_texts, parsing_pool
+from kg.ingest.provenance import Provenance
+from kg.ingest.report import IngestReport
+from kg.ingest.schema_map import SchemaMap
+from kg.ingest.targets import Targets
+from kg.runtime import Runtime
+
+CHUNK_FILES = 256
+TXN_EVENTS = 20_000
+POOL_MIN_FILES = 400
+_RETRIES = 3
+# Global order of event kinds inside one transaction (each stream keeps its own order too).
+_KIND_ORDER = {"NodeRetired": 0, "NodeAsserted": 1, "EdgeRetracted": 2, "EdgeAsserted": 3}
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    force: bool = False
+    actor: str = "kg ingest"
+    correlation_id: str | None = None
+    workers: int = 0  # 0: one per CPU, at most 4
+    report_missing: bool = True
+    catch_up: bool = True
+
+
+def _text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _read_all(root: Path, relpaths: Sequence[str]) -> tuple[dict[str, str], list[ParseProblem]]:
+    texts: dict[str, str] = {}
+    problems: list[ParseProblem] = []
+    for rel in relpaths:
+        text, problem = read_markdown_file(root, Path(rel))
+        if text is None:
+            assert problem is not None
+            problems.append(problem)
+        else:
+            texts[rel] = text
+    return texts, problems
+
+
+class Pipeline:
+    """One ingest run over resolved targets."""
+
+    def __init__(self, rt: Runtime, schema: SchemaMap, targets: Targets, options: Options) -> None:
+        self.rt = rt
+        self.root = rt.settings.project_root
+        self.scope = rt.scope
+        self.schema = schema
+        self.schema_fp = schema_fingerprint(schema)
+        self.targets = targets
+        self.options = options
+        self.report = IngestReport(problems=list(targets.problems))
+        self.known_requirements: set[str] = set()
+        self.dropped: dict[str, str] = {}  # requirement id -> the file that dropped it
+        self.provenance = Provenance(None, set())
+        self.projector = bulk.Projector(rt)
+        self._embedded_before = 0
+
+    async def run(self) -> IngestReport:
+        texts, problems = await asyncio.to_thread(_read_all, self.root, self.targets.files)
+        self.report.problems += problems
+        self.report.failed += [p.path for p in problems]
+        await self.rt.catch_up()  # compare against a projection that has the whole log
+        self._embedded_before = self.rt.runner.ctx.embedded
+        changed, removed = await self._select(texts)
+        try:
+            if changed or removed:
+                self.provenance = await asyncio.to_thread(
+                    Provenance.read, self.root, changed + removed
+                )
+                await self._write(changed, removed, texts)
+            if self.options.catch_up:
+                await self._catch_up()
+                if self.dropped:
+                    await self._retire_orphans()
+        except BaseException:
+            await self.projector.abort()
+            raise
+        return self.report
+
+    # -- 1. what changed ------------------------------------------------------------------
+
+    async def _select(self, texts: dict[str, str]) -> tuple[list[str], list[str]]:
+        async with state.scoped(self.rt.app_pool, self.scope) as conn:
+            stored = await state.fingerprints(conn, self.scope, [document_id(r) for r in texts])
+            ingested = (
+                await state.ingested_documents(conn, self.scope)
+                if self.targets.folders or self.targets.missing
+                else []
+            )
+        changed = [
+            rel
+            for rel, text in texts.items()
+            if self.options.force
+            or stored.get(document_id(rel)) != file_fingerprint(_text_hash(text), self.schema_fp)
+        ]
+        self.report.unchanged = len(texts) - len(changed)
+        known = set(ingested)
+        removed = {r for r in self.targets.missing if r in known}
+        if self.options.report_missing:
+            self.report.problems += [
+                ParseProblem(r, 1, "no such file (and nothing ingested from it)")
+                for r in self.targets.missing
+                if r not in known
+            ]
+        listed = set(self.targets.files)
+        for rel in ingested:
+            if rel not in listed and self.targets.covers_removed(rel):
+                removed.add(rel)
+        gone = sorted(r for r in removed if not (self.root / r).exists())
+        return changed, gone
+
+    # -- 2./3. parse, diff, append --------------------------------------------------------
+
+    async def _write(self, changed: list[str], removed: list[str], texts: dict[str, str]) -> None:
+        index = WikiIndex(await asyncio.to_thread(discover_markdown, self.root))
+        workers = self.options.workers or min(4, os.cpu_count() or 1)
+        pool: Executor | None = None
+        if workers > 1 and len(changed) >= POOL_MIN_FILES:
+            pool = parsing_pool(self.root, self.schema, index, workers)
+        loop = asyncio.get_running_loop()
+
+        def parse(chunk: list[str]) -> asyncio.Future[list[ParsedDocument]]:
+            items = [(rel, texts[rel]) for rel in chunk]
+            return loop.run_in_executor(
+                None, lambda: parse_texts(items, self.schema, index, pool=pool)
+            )
+
+        try:
+            chunks = [changed[i : i + CHUNK_FILES] for i in range(0, len(changed), CHUNK_FILES)]
+            pending = parse(chunks[0]) if chunks else None
+            for i in range(len(chunks)):
+                assert pending is not None
+                docs = await pending
+                pending = parse(chunks[i + 1]) if i + 1 < len(chunks) else None
+                for rel in chunks[i]:
+                    texts.pop(rel, None)
+                if i == 0 and self.options.catch_up:
+                    per_file = sum(len(d.nodes) for d in docs) / max(1, len(docs))
+                    await self.projector.plan(int(per_file * len(changed)))
+                await self._apply([(d.path, d) for d in docs])
+            for i in range(0, len(removed), CHUNK_FILES):
+                await self._apply([(rel, None) for rel in removed[i : i + CHUNK_FILES]])
+        finally:
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)
+
+    async def _apply(self, items: list[tuple[str, ParsedDocument | None]]) -> None:
+        usable: list[tuple[str, ParsedDocument | None]] = []
+        for rel, doc in items:
+            if doc is not None:
+                self.report.problems += doc.problems
+                if not doc.nodes:
+                    self.report.failed.append(rel)
+                    continue
+            usable.append((rel, doc))
+        for attempt in range(_RETRIES):
+            try:
+                await self._diff_and_append(usable)
+                return
+            except ConcurrencyConflictError:
+                if attempt == _RETRIES - 1:
+                    raise
+                await self.rt.catch_up()
+
+    async def _diff_and_append(self, items: list[tuple[str, ParsedDocument | None]]) -> None:
+        streams = [stream_id(rel) for rel, _ in items]
+        async with state.scoped(self.rt.app_pool, self.scope) as conn:
+            heads = await state.stream_heads(conn, self.scope, streams)
+            behind = max((p for _, p in heads.values()), default=0) > await state.graph_position(
+                conn
+            )
+        if behind:  # another writer touched these files since our catch-up
+            await self.rt.catch_up()
+        docs = [doc for _, doc in items if doc is not None]
+        async with state.scoped(self.rt.app_pool, self.scope) as conn:
+            projected = await state.projected_files(
+                conn, self.scope, [document_id(rel) for rel, _ in items]
+            )
+            wanted = sorted(requirement_ids(docs) - self.known_requirements)
+            self.known_requirements |= await state.existing_nodes(conn, self.scope, wanted)
+        changes: list[tuple[FileChange, EventMetadata]] = []
+        for rel, doc in items:
+            change = self._diff_one(rel, doc, projected[document_id(rel)])
+            if change is not None and change.events:
+                content_hash = doc.content_hash if doc is not None else None
+                meta = EventMetadata(
+                    actor=self.options.actor,
+                    source=self.provenance.source(rel, content_hash),
+                    correlation_id=self.options.correlation_id,
+                )
+                changes.append((change, meta))
+        expected = {s: heads.get(s, (0, 0))[0] for s in streams}
+        for batch in _transactions(changes):
+            await self._append(batch, expected)
+
+    def _diff_one(
+        self, rel: str, doc: ParsedDocument | None, projected: ProjectedFile
+    ) -> FileChange | None:
+        source = None
+        if doc is not None:
+            source = {
+                "path": rel,
+                "sha256": doc.content_hash,
+                "fingerprint": file_fingerprint(doc.content_hash, self.schema_fp),
+            }
+        reason = f"{rel} was removed" if doc is None else f"no longer in {rel}"
+        known_before = set(self.known_requirements)
+        try:
+            change = diff_file(
+                rel,
+                doc,
+                projected,
+                source=source,
+                known_requirements=self.known_requirements,
+                reason=reason,
+            )
+        except pydantic.ValidationError as error:
+            self.known_requirements = known_before
+            first = error.errors()[0]
+            self.report.problems.append(
+                ParseProblem(rel, 1, f"cannot be ingested: {first['loc']}: {first['msg']}")
+            )
+            self.report.failed.append(rel)
+            return None
+        if len(change.events) > MAX_BATCH:
+            self.report.problems.append(
+                ParseProblem(rel, 1, f"refused: {len(change.events)} changes, over {MAX_BATCH}")
+            )
+            self.report.failed.append(rel)
+            return None
+        for req in change.dropped_requirements:
+            self.dropped.setdefault(req, rel)
+        if not change.events:
+            self.report.unchanged += 1
+        return change
+
+    async def _append(
+        self, batch: list[tuple[FileChange, EventMetadata]], expected: dict[str, int]
+    ) -> None:
+        keyed = [
+            (
+                _KIND_ORDER.get(event.event_type, 4),
+                n,
+                stream_id(c.relpath),
+                PendingEvent(event, meta),
+            )
+            for n, (c, meta) in enumerate(batch)
+            for event in c.events
+        ]
+        keyed.sort(key=lambda t: (t[0], t[1]))  # stable: each file keeps its own order
+        streams = {stream_id(c.relpath) for c, _ in batch}
+        results = await append_multi(
+            self.rt.store,
+            self.scope,
+            [StreamEvent(t[2], t[3]) for t in keyed],
+            expected_versions={s: v for s, v in expected.items() if s in streams},
+        )
+        for change, _ in batch:
+            (self.report.removed if change.removed else self.report.changed).append(change.relpath)
+            self.report.nodes_asserted += change.nodes_asserted
+            self.report.nodes_retired += change.nodes_retired
+            self.report.edges_asserted += change.edges_asserted
+            self.report.edges_retracted += change.edges_retracted
+            self.report.events += len(change.events)
+        if results:
+            self.report.note_positions(
+                min(r.first_position for r in results), max(r.last_position for r in results)
+            )
+        if self.options.catch_up:
+            self.projector.kick()  # project this transaction while the next one is prepared
+
+    # -- 4. project, clean up -------------------------------------------------------------
+
+    async def _catch_up(self) -> None:
+        await self.projector.finish()
+        self.report.projected = self.projector.applied
+        self.report.catch_up_seconds = self.projector.tail_seconds
+        self.report.embedded = self.rt.runner.ctx.embedded - self._embedded_before
+
+    async def _retire_orphans(self) -> None:
+        async with state.scoped(self.rt.app_pool, self.scope) as conn:
+            orphans = await state.orphan_requirements(conn, self.scope, sorted(self.dropped))
+        if not orphans:
+            return
+        by_file: dict[str, list[str]] = {}
+        for req in orphans:
+            by_file.setdefault(self.dropped[req], []).append(req)
+        items = []
+        for rel, reqs in sorted(by_file.items()):
+            meta = EventMetadata(
+                actor=self.options.actor,
+                source=self.provenance.source(rel, None),
+                correlation_id=self.options.correlation_id,
+            )
+            for req in reqs:
+                event = NodeRetired(node_id=req, reason=f"no file mentions it since {rel} changed")
+                items.append(StreamEvent(stream_id(rel), PendingEvent(event, meta)))
+        results = await append_multi(self.rt.store, self.scope, items)
+        self.report.nodes_retired += len(items)
+        self.report.events += len(items)
+        self.report.note_positions(
+            min(r.first_position for r in results), max(r.last_position for r in results)
+        )
+        await self._catch_up()
+
+
+def _transactions(
+    changes: list[tuple[FileChange, EventMetadata]],
+) -> Iterator[list[tuple[FileChange, EventMetadata]]]:
+    """Split into transactions of at most :data:`TXN_EVENTS` events (a file is never split)."""
+    batch: list[tuple[FileChange, EventMetadata]] = []
+    size = 0
+    for item in changes:
+        count = len(item[0].events)
+        if batch and size + count > TXN_EVENTS:
+            yield batch
+            batch, size = [], 0
+        batch.append(item)
+        size += count
+    if batch:
+        yield batch

@@ -1,0 +1,97 @@
+"""What an ingest or a sync did, for the CLI, the MCP tools and the hooks' log."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from kg.ingest.model import ParseProblem
+
+
+@dataclass(slots=True)
+class IngestReport:
+    """Counts of one ingest. ``failed`` files could not be read or parsed into nodes (their
+    problems say why); their earlier nodes, if any, are kept as they were."""
+
+    changed: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    removed: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    nodes_asserted: int = 0
+    nodes_retired: int = 0
+    edges_asserted: int = 0
+    edges_retracted: int = 0
+    events: int = 0
+    first_position: int | None = None
+    last_position: int | None = None
+    projected: int = 0
+    embedded: int = 0
+    problems: list[ParseProblem] = field(default_factory=list)
+    seconds: float = 0.0
+    catch_up_seconds: float = 0.0  # of ``seconds``: waiting for projections after appending
+
+    @property
+    def files(self) -> int:
+        return len(self.changed) + self.unchanged + len(self.removed) + len(self.failed)
+
+    @property
+    def errors(self) -> list[ParseProblem]:
+        return [p for p in self.problems if p.severity == "error"]
+
+    def note_positions(self, first: int, last: int) -> None:
+        self.first_position = first if self.first_position is None else self.first_position
+        self.last_position = last
+
+    def summary(self) -> str:
+        text = (
+            f"{self.files} files: {len(self.changed)} changed, {self.unchanged} unchanged, "
+            f"{len(self.removed)} removed, {len(self.failed)} failed; {self.events} events"
+        )
+        if self.first_position is not None:
+            text += f" at positions {self.first_position}..{self.last_position}"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["problems"] = [str(p) for p in self.problems]
+        data["files"] = self.files
+        return data
+
+
+@dataclass(slots=True)
+class SyncReport:
+    """``mode`` is ``incremental`` (files changed between two commits), ``full`` (every file,
+    with ``reason``) or ``up to date`` (nothing committed since the last sync)."""
+
+    mode: str
+    from_commit: str | None
+    to_commit: str | None
+    reason: str = ""
+    paths: list[str] = field(default_factory=list)
+    ingest: IngestReport | None = None
+
+    def summary(self) -> str:
+        if self.mode == "up to date":
+            return f"up to date at {_short(self.to_commit)}"
+        if self.mode == "full":
+            head = f"full scan ({self.reason})"
+        else:
+            head = (
+                f"incremental {_short(self.from_commit)}..{_short(self.to_commit)}: "
+                f"{len(self.paths)} Markdown files changed"
+            )
+        return head if self.ingest is None else f"{head}; {self.ingest.summary()}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "from_commit": self.from_commit,
+            "to_commit": self.to_commit,
+            "reason": self.reason,
+            "paths": self.paths,
+            "ingest": None if self.ingest is None else self.ingest.to_dict(),
+        }
+
+
+def _short(sha: str | None) -> str:
+    return sha[:12] if sha else "none"

@@ -1,0 +1,145 @@
+"""Application functions for spec ingestion: the CLI, the git hooks and the MCP tools
+(``ingest_markdown``, ``lint_graph``) are thin shells over these.
+
+Paths are absolute or relative to the project root (``rt.settings.project_root``), never to
+the working directory, so an agent and a developer name files the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+from kg.ingest import gitio
+from kg.ingest.lint import find_dangling
+from kg.ingest.model import ParseProblem
+from kg.ingest.pipeline import Options, Pipeline
+from kg.ingest.project import parse_project
+from kg.ingest.report import IngestReport, SyncReport
+from kg.ingest.schema_map import SCHEMA_FILES, load_schema_map
+from kg.ingest.sync_state import last_synced, record_synced, state_key, sync_lock
+from kg.ingest.targets import Targets, is_project_markdown, resolve_targets
+from kg.runtime import Runtime
+
+
+async def ingest_paths(
+    rt: Runtime,
+    paths: Sequence[Path | str] | None = None,
+    *,
+    force: bool = False,
+    actor: str = "kg ingest",
+    workers: int = 0,
+) -> IngestReport:
+    """Ingest Markdown files and folders (default: the whole project) into the graph.
+
+    Appends events only for what changed since the graph last saw each file: an unchanged
+    file (same content, same schema map) is skipped without parsing; a removed file, section
+    or renamed heading retires its nodes. ``force`` re-derives every file and re-asserts what
+    the graph lacks (e.g. a link edge dropped when its target section was retired and has
+    since come back). A file that cannot be read is reported in ``problems`` and keeps its
+    earlier nodes; nothing else in the batch is lost.
+
+    Raises:
+        ValidationError: the project's schema map is malformed.
+        ConcurrencyConflictError: other writers kept changing the same files (after retries).
+    """
+    root = rt.settings.project_root
+    targets = await asyncio.to_thread(resolve_targets, root, paths)
+    return await _run(rt, targets, Options(force=force, actor=actor, workers=workers))
+
+
+async def _run(rt: Runtime, targets: Targets, options: Options) -> IngestReport:
+    start = time.perf_counter()
+    schema = await asyncio.to_thread(load_schema_map, rt.settings.project_root)
+    if options.correlation_id is None:
+        options = dataclasses.replace(options, correlation_id=str(uuid.uuid4()))
+    report = await Pipeline(rt, schema, targets, options).run()
+    report.problems.sort(key=lambda p: (p.path, p.line, p.message))
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+async def sync_project(rt: Runtime, *, full: bool = False, actor: str = "kg sync") -> SyncReport:
+    """Bring the graph up to the project's current git commit.
+
+    Incremental when this database and scope were synced before: only the Markdown files that
+    ``git diff --name-status <last synced commit> HEAD`` names are ingested (deleted ones
+    retire their nodes). A full scan otherwise: no previous sync, the recorded commit is gone,
+    the schema map changed, ``full=True``, or the project is not a git repository (then every
+    run is a full scan, which skips unchanged files cheaply). The synced commit is recorded in
+    ``.kg/sync-state.json``; syncs of one project run one at a time.
+    """
+    root = rt.settings.project_root
+    state_dir = rt.settings.state_dir
+    key = state_key(rt.url, rt.scope)
+    async with sync_lock(state_dir):
+        head = await asyncio.to_thread(gitio.head_commit, root)
+        last = last_synced(state_dir, key)
+        reason = await asyncio.to_thread(_full_scan_reason, root, head, last, full)
+        if reason is None:
+            assert head is not None and last is not None
+            if head == last:
+                return SyncReport("up to date", last, head)
+            changes = await asyncio.to_thread(gitio.changed_between, root, last, head)
+            if any(c.path in SCHEMA_FILES for c in changes):
+                reason = "the schema map changed"
+        if reason is not None:
+            report = await _run(rt, resolve_targets(root, None), Options(actor=actor))
+            result = SyncReport("full", last, head, reason=reason, ingest=report)
+        else:
+            paths = sorted({c.path for c in changes if is_project_markdown(c.path)})
+            targets = await asyncio.to_thread(resolve_targets, root, paths)
+            report = await _run(rt, targets, Options(actor=actor, report_missing=False))
+            result = SyncReport("incremental", last, head, paths=paths, ingest=report)
+        if head is not None:
+            record_synced(state_dir, key, head)
+        return result
+
+
+def _full_scan_reason(root: Path, head: str | None, last: str | None, full: bool) -> str | None:
+    if full:
+        return "requested"
+    if head is None:
+        return "no commits yet" if gitio.is_repository(root) else "not a git repository"
+    if last is None:
+        return "first sync of this database and scope"
+    if not gitio.commit_exists(root, last):
+        return f"the last synced commit {last[:12]} is no longer in the repository"
+    return None
+
+
+async def lint_project(
+    root: Path, paths: Sequence[Path | str] | None = None, *, workers: int = 1
+) -> list[ParseProblem]:
+    """Integrity problems of the project's Markdown, sorted by file and line.
+
+    Every file is parsed (links are checked across the whole project), then only problems in
+    ``paths`` (files or folders; default all) are returned: unreadable or refused files,
+    malformed front matter, dangling links and anchors, duplicate ids, requirements defined
+    twice. Severity ``warning`` (an ambiguous wiki link) does not make the project fail lint.
+    No database is used.
+
+    Raises:
+        ValidationError: the project's schema map is malformed.
+    """
+    return await asyncio.to_thread(lint_files, root, paths, workers=workers)
+
+
+def lint_files(
+    root: Path, paths: Sequence[Path | str] | None = None, *, workers: int = 1
+) -> list[ParseProblem]:
+    """:func:`lint_project` without the event loop."""
+    schema = load_schema_map(root)
+    docs = parse_project(root, schema=schema, workers=workers)
+    problems = [p for doc in docs for p in doc.problems] + find_dangling(docs)
+    if paths is not None:
+        targets = resolve_targets(root, paths)
+        wanted = set(targets.files) | set(targets.missing)
+        problems = [
+            p for p in problems if p.path in wanted or targets.covers_removed(p.path)
+        ] + targets.problems
+    return sorted(set(problems), key=lambda p: (p.path, p.line, p.message))

@@ -1,0 +1,77 @@
+"""The last synced commit, kept in the project's ``.kg/sync-state.json``, and the sync lock.
+
+The state is keyed by database and scope: the same checkout synced into two databases (or two
+projects of one) keeps one commit for each, so switching ``KG_DATABASE_URL`` never makes a sync
+skip files the other database has not seen. The database is identified by a hash of its
+password-free URL. Writes go to a temporary file renamed into place, so a crash never leaves
+half a file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from kg.config import Scope
+from kg.db.urls import redact
+
+STATE_FILE = "sync-state.json"
+LOCK_FILE = "sync.lock"
+
+
+def state_key(url: str, scope: Scope) -> str:
+    database = hashlib.sha256(redact(url).encode()).hexdigest()[:16]
+    return f"{database}/{scope.tenant_id}/{scope.project_id}"
+
+
+def _load(state_dir: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((state_dir / STATE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def last_synced(state_dir: Path, key: str) -> str | None:
+    entry = _load(state_dir).get("synced", {}).get(key)
+    commit = entry.get("commit") if isinstance(entry, dict) else None
+    return commit if isinstance(commit, str) else None
+
+
+def record_synced(state_dir: Path, key: str, commit: str) -> None:
+    data = _load(state_dir)
+    synced = data.setdefault("synced", {})
+    if not isinstance(synced, dict):
+        synced = data["synced"] = {}
+    synced[key] = {"commit": commit, "at": datetime.now(UTC).isoformat(timespec="seconds")}
+    state_dir.mkdir(parents=True, exist_ok=True)
+    tmp = state_dir / f".{STATE_FILE}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, state_dir / STATE_FILE)
+
+
+@contextlib.asynccontextmanager
+async def sync_lock(state_dir: Path) -> AsyncIterator[None]:
+    """One sync at a time per project (a background post-commit sync and a manual one would
+    otherwise diff against each other's half-written work and retry). Waiting for the lock
+    happens in a thread, so the event loop stays free."""
+    handle = await asyncio.to_thread(_open_lock, state_dir)
+    with handle:
+        await asyncio.to_thread(fcntl.flock, handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _open_lock(state_dir: Path) -> TextIO:
+    state_dir.mkdir(parents=True, exist_ok=True)
+    return (state_dir / LOCK_FILE).open("a")

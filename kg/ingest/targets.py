@@ -1,0 +1,74 @@
+"""Which files an ingest covers: paths as given (files, folders, removed files) made relative
+to the project root, with anything outside the root refused before it is read."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kg.ingest.files import absolute_path, project_relpath
+from kg.ingest.links import is_markdown
+from kg.ingest.model import ParseProblem
+from kg.ingest.project import SKIPPED_DIRS, discover_markdown
+
+
+@dataclass(slots=True)
+class Targets:
+    """``files`` exist and are read; ``missing`` are gone (their nodes retire if ingested);
+    ``folders`` were scanned, so an ingested file under one that no longer exists is gone too
+    (``""`` is the whole project)."""
+
+    files: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    folders: list[str] = field(default_factory=list)
+    problems: list[ParseProblem] = field(default_factory=list)
+
+    def covers_removed(self, relpath: str) -> bool:
+        """Whether ``relpath`` (an ingested document) lies under a scanned folder."""
+        return any(f == "" or relpath.startswith(f + "/") for f in self.folders)
+
+
+def is_project_markdown(relpath: str) -> bool:
+    """A Markdown file a project scan would find (not in a hidden or skipped folder)."""
+    if not is_markdown(relpath):
+        return False
+    folders = posixpath.dirname(relpath).split("/") if "/" in relpath else []
+    return not any(p.startswith(".") or p in SKIPPED_DIRS for p in folders)
+
+
+def resolve_targets(root: Path, paths: Iterable[Path | str] | None) -> Targets:
+    """Resolve ``paths`` (absolute, or relative to ``root``; None means the whole project)."""
+    targets = Targets()
+    seen: set[str] = set()
+
+    def add(relpath: str) -> None:
+        if relpath not in seen:
+            seen.add(relpath)
+            targets.files.append(relpath)
+
+    for given in [root] if paths is None else paths:
+        path = Path(given)
+        full = absolute_path(root, path)
+        rel = "" if full == absolute_path(root, Path(".")) else project_relpath(root, full)
+        if rel is None:
+            targets.problems.append(
+                ParseProblem(str(given), 1, f"refused: {given} is outside the project root {root}")
+            )
+        elif full.is_dir():
+            targets.folders.append(rel)
+            for found in discover_markdown(full):
+                add(posixpath.join(rel, found) if rel else found)
+        elif full.exists() or full.is_symlink():
+            if is_markdown(rel):
+                add(rel)
+            else:
+                targets.problems.append(
+                    ParseProblem(rel, 1, "refused: not a Markdown file (.md or .markdown)")
+                )
+        elif is_markdown(rel):
+            targets.missing.append(rel)
+        else:
+            targets.problems.append(ParseProblem(rel, 1, "no such file or folder"))
+    return targets

@@ -1,0 +1,173 @@
+"""``kg ingest|sync|lint|inspect|new|hooks`` as a user runs them: subprocesses, real database."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kg.config import Scope
+from kg.events import EventStore, PolicyDefined
+from kg.policies.model import PolicyRule
+from tests.ingest.gitrepo import GIT_ENV, Repo
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def kg(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kg.cli", *args],
+        env={**env, "COLUMNS": "200"},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+@pytest.fixture
+def env(db_url: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        **GIT_ENV,
+        "KG_DATABASE_URL": db_url,
+        "KG_TENANT": "acme",
+        "KG_PROJECT": "webshop",
+        "KG_EMBEDDER": "hashing",
+    }
+
+
+@pytest.fixture
+def examples(tmp_path: Path) -> Path:
+    """A copy of the example project as a project root of its own."""
+    root = tmp_path / "examples"
+    shutil.copytree(EXAMPLES, root)
+    (root / ".kg").mkdir()
+    return root
+
+
+def test_lint_prints_file_line_message_and_exits_1_on_errors(
+    env: dict[str, str], examples: Path
+) -> None:
+    out = kg("lint", env=env, cwd=examples)
+    assert out.returncode == 1
+    assert out.stdout.splitlines() == [
+        "docs/stories/lint-specs.md:20: dangling anchor (../architecture.md#git-hooks): "
+        "no heading #git-hooks in docs/architecture.md"
+    ]
+    assert "1 errors, 0 warnings in 1 files" in out.stderr
+
+    only = kg("lint", "docs/epics", env=env, cwd=examples)
+    assert (only.returncode, only.stdout) == (0, "")
+    assert "no problems found" in only.stderr
+    from_subfolder = kg("lint", "lint-specs.md", env=env, cwd=examples / "docs/stories")
+    assert from_subfolder.returncode == 1
+    assert from_subfolder.stdout.startswith("docs/stories/lint-specs.md:20: dangling anchor")
+
+    fixed = examples / "docs/stories/lint-specs.md"
+    fixed.write_text(fixed.read_text().replace("#git-hooks", "#hooks"), encoding="utf-8")
+    (examples / "docs/a.md").write_text("# A\n[[lint-specs]] [[LINT-SPECS]]\n")
+    (examples / "docs/lint-specs.md").write_text("# Twin\n")
+    warned = kg("lint", env=env, cwd=examples)
+    assert warned.returncode == 0, "warnings do not fail lint"
+    assert "docs/a.md:2: warning: wiki link [[lint-specs]] matches several files" in warned.stdout
+
+    (examples / "docs/broken.md").write_bytes(b"---\ntitle: [x\n---\n# B\n\xff\n")
+    broken = kg("lint", env=env, cwd=examples)
+    assert broken.returncode == 1
+    assert "docs/broken.md:5: invalid UTF-8 at byte offset 22: invalid start byte" in broken.stdout
+
+
+def test_ingest_reports_changes_problems_and_exit_code(env: dict[str, str], examples: Path) -> None:
+    first = kg("ingest", ".", env=env, cwd=examples)
+    assert first.returncode == 0, first.stderr
+    assert "ingested 11 files: 11 changed, 0 unchanged, 0 removed, 0 failed" in first.stdout
+    again = kg("ingest", "docs", env=env, cwd=examples)
+    assert "10 files: 0 changed, 10 unchanged, 0 removed, 0 failed; 0 events" in again.stdout
+
+    (examples / "docs/bad.md").write_bytes(b"# Bad\n\x00binary")
+    (examples / "docs/stories/sync-on-commit.md").unlink()
+    bad = kg("ingest", "docs", env=env, cwd=examples)
+    assert bad.returncode == 1
+    assert "0 changed, 9 unchanged, 1 removed, 1 failed" in bad.stdout
+    assert "docs/bad.md:2: refused: binary file (NUL byte at offset 6)" in bad.stderr
+
+
+async def test_inspect_shows_the_dependency_tree_without_denied_nodes(
+    env: dict[str, str], examples: Path, store: EventStore, scope: Scope
+) -> None:
+    assert kg("ingest", ".", env=env, cwd=examples).returncode == 0
+    out = kg("inspect", "docs/epics/spec-ingestion.md", env=env, cwd=examples)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "document:docs/epics/spec-ingestion.md (Epic) Spec ingestion"
+    assert "├── CONTAINS → section:docs/epics/spec-ingestion.md#design (Section) Design" in lines
+    assert any("REFERENCES → section:docs/architecture.md#ingestion (Section)" in x for x in lines)
+    assert any("← REFERENCES section:docs/stories/lint-specs.md#" in x for x in lines)
+
+    await store.append(
+        scope,
+        "policy:no-stories",
+        [
+            PolicyDefined(
+                policy_id="policy:no-stories",
+                name="Stories are off limits",
+                rule=PolicyRule(effect="deny", node_types=("Story",)),
+            )
+        ],
+    )
+    denied = kg(
+        "inspect", "document:docs/epics/spec-ingestion.md", "--depth", "2", env=env, cwd=examples
+    )
+    assert denied.returncode == 0, denied.stderr
+    assert "(Story)" not in denied.stdout
+    assert "document:docs/stories/" not in denied.stdout, "the story documents are denied"
+    assert "section:docs/stories/lint-specs.md#" in denied.stdout, "their sections are not"
+    assert "3 nodes excluded by policy" in denied.stdout
+
+    req = kg("inspect", "FR4", "--direction", "in", "--depth", "1", env=env, cwd=examples)
+    assert req.stdout.splitlines()[0] == "requirement:FR-4 (Requirement) FR-4"
+    assert "DEFINES" in req.stdout
+    missing = kg("inspect", "docs/nope.md", env=env, cwd=examples)
+    assert missing.returncode == 1
+    assert "node 'document:docs/nope.md' not found" in missing.stderr
+
+
+def test_new_creates_lint_clean_specs(env: dict[str, str], tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    epic = kg("new", "epic", "Payments", env=env, cwd=tmp_path)
+    assert (epic.returncode, epic.stdout.strip()) == (0, "created docs/epics/payments.md")
+    story = kg(
+        "new", "story", "Pay by card", "--epic", "docs/epics/payments.md", env=env, cwd=tmp_path
+    )
+    assert story.returncode == 0, story.stderr
+    assert (
+        "[Payments](../epics/payments.md)" in (tmp_path / "docs/stories/pay-by-card.md").read_text()
+    )
+    assert kg("new", "adr", "Use PostgreSQL", env=env, cwd=tmp_path).returncode == 0
+    assert kg("new", "rule", "No secrets", env=env, cwd=tmp_path).returncode == 0
+    assert kg("lint", env=env, cwd=tmp_path).returncode == 0
+    again = kg("new", "epic", "Payments", env=env, cwd=tmp_path)
+    assert again.returncode == 1 and "already exists" in again.stderr
+    wrong = kg("new", "memo", "x", env=env, cwd=tmp_path)
+    assert wrong.returncode == 2, "typer rejects an unknown kind"
+
+
+def test_sync_and_hooks_install_in_a_repository(env: dict[str, str], tmp_path: Path) -> None:
+    repo = Repo(tmp_path, env)
+    repo.write("docs/a.md", "# A\n")
+    repo.commit()
+    first = kg("sync", env=env, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.startswith(
+        "sync: full scan (first sync of this database and scope); 1 files"
+    )
+    assert kg("sync", env=env, cwd=tmp_path).stdout.startswith("sync: up to date at")
+    hooks = kg("hooks", "install", "--background-above", "5", env=env, cwd=tmp_path)
+    assert hooks.returncode == 0, hooks.stderr
+    assert f"installed {tmp_path / '.git/hooks/pre-commit'}" in hooks.stdout
+    assert "background above 5 changed files" in hooks.stdout

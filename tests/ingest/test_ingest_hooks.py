@@ -1,0 +1,147 @@
+"""The git hooks, run by real ``git commit`` in a temporary repository."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from kg.config import Scope
+from tests.ingest.gitrepo import Repo
+
+UNREACHABLE = "postgresql://bob:s3cret@127.0.0.1:1/nowhere"
+
+
+def kg_env(db_url: str) -> dict[str, str]:
+    return {
+        "KG_DATABASE_URL": db_url,
+        "KG_TENANT": "acme",
+        "KG_PROJECT": "webshop",
+        "KG_EMBEDDER": "hashing",
+    }
+
+
+def install(repo: Repo, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kg.cli", "hooks", "install", *args],
+        cwd=repo.root,
+        env=repo.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def commit(repo: Repo, message: str = "change") -> subprocess.CompletedProcess[str]:
+    repo.git("add", "-A")
+    return repo.git("commit", "-q", "-m", message, check=False)
+
+
+async def documents(pool: asyncpg.Pool, scope: Scope) -> set[str]:
+    rows = await pool.fetch(
+        "SELECT node_id FROM kg_nodes WHERE tenant_id = $1 AND project_id = $2 "
+        "AND node_id LIKE 'document:%'",
+        scope.tenant_id,
+        scope.project_id,
+    )
+    return {r["node_id"] for r in rows}
+
+
+@pytest.fixture
+def repo(tmp_path: Path, db_url: str) -> Repo:
+    repo = Repo(tmp_path, kg_env(db_url))
+    done = install(repo)
+    assert done.returncode == 0, done.stderr
+    assert "installed" in done.stdout
+    return repo
+
+
+def test_pre_commit_blocks_integrity_errors_in_staged_markdown(repo: Repo) -> None:
+    repo.write("docs/a.md", "# A\n\nSee [b](b.md#scope).\n")
+    repo.write("docs/b.md", "# B\n\n## Out of scope\n")
+    blocked = commit(repo)
+    assert blocked.returncode == 1
+    assert "docs/a.md:3: dangling anchor (b.md#scope): no heading #scope in docs/b.md" in (
+        blocked.stderr
+    )
+    assert "commit blocked" in blocked.stderr
+    assert repo.git("rev-parse", "--verify", "HEAD", check=False).returncode != 0, "no commit"
+
+    repo.write("docs/b.md", "# B\n\n## Scope\n")
+    done = commit(repo)
+    assert done.returncode == 0, done.stderr
+    assert repo.git("log", "--format=%s").stdout.split() == ["change"]
+
+
+def test_pre_commit_lets_the_commit_through_when_kg_cannot_run(repo: Repo) -> None:
+    repo.env["KG_PYTHON"] = "/nonexistent/python"
+    repo.env["KG_DATABASE_URL"] = UNREACHABLE
+    repo.write("docs/a.md", "# A\n\n[gone](gone.md)\n")
+    done = commit(repo)
+    assert done.returncode == 0, "a broken tool must not hold the repository hostage"
+    assert "pre-commit lint could not run" in done.stderr
+
+
+async def test_post_commit_syncs_the_commit_into_the_graph(
+    repo: Repo, system_pool: asyncpg.Pool, scope: Scope
+) -> None:
+    repo.write("docs/a.md", "# A\n")
+    assert commit(repo).returncode == 0
+    assert await documents(system_pool, scope) == {"document:docs/a.md"}
+    repo.write("docs/b.md", "# B\n\n[a](a.md)\n")
+    assert commit(repo).returncode == 0
+    assert await documents(system_pool, scope) == {"document:docs/a.md", "document:docs/b.md"}
+    log = (repo.root / ".kg/hooks.log").read_text()
+    assert "sync: full scan (first sync of this database and scope)" in log
+    assert "sync: incremental" in log and "1 Markdown files changed" in log
+
+
+def test_post_commit_fails_open_with_the_database_unreachable(repo: Repo) -> None:
+    repo.env["KG_DATABASE_URL"] = UNREACHABLE
+    repo.write("docs/a.md", "# A\n")
+    done = commit(repo, "while the database is down")
+    assert done.returncode == 0
+    assert repo.git("log", "--format=%s").stdout.strip() == "while the database is down"
+    assert "kg: post-commit sync failed; see" in done.stderr
+    log = (repo.root / ".kg/hooks.log").read_text()
+    assert "sync: error: cannot connect to postgresql://bob:***@127.0.0.1:1/nowhere" in log
+    assert "s3cret" not in log + done.stderr
+
+
+async def test_post_commit_detaches_above_the_threshold(
+    tmp_path: Path, db_url: str, system_pool: asyncpg.Pool, scope: Scope
+) -> None:
+    repo = Repo(tmp_path, kg_env(db_url))
+    assert install(repo, "--background-above", "1").returncode == 0
+    hook = (tmp_path / ".git/hooks/post-commit").read_text()
+    assert "--background-above 1" in hook
+    repo.write("docs/a.md", "# A\n")
+    repo.write("docs/b.md", "# B\n")
+    assert commit(repo).returncode == 0
+    log_file = tmp_path / ".kg/hooks.log"
+    assert "syncing in the background" in log_file.read_text()
+    for _ in range(600):  # the background sync logs one "sync:" line when it is done
+        if "sync: " in log_file.read_text():
+            break
+        await asyncio.sleep(0.2)
+    assert "sync: full scan" in log_file.read_text()
+    assert await documents(system_pool, scope) == {"document:docs/a.md", "document:docs/b.md"}
+
+
+def test_install_keeps_foreign_hooks_unless_forced(tmp_path: Path, db_url: str) -> None:
+    repo = Repo(tmp_path, kg_env(db_url))
+    mine = tmp_path / ".git/hooks/pre-commit"
+    mine.write_text("#!/bin/sh\necho mine\n")
+    refused = install(repo)
+    assert refused.returncode == 1
+    assert "not written by kg" in refused.stderr
+    assert mine.read_text() == "#!/bin/sh\necho mine\n"
+    forced = install(repo, "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert (tmp_path / ".git/hooks/pre-commit.before-kg").read_text() == "#!/bin/sh\necho mine\n"
+    assert "kg hooks install" in mine.read_text()
+    assert install(repo).returncode == 0, "reinstalling over kg's own hooks needs no --force"

@@ -1,0 +1,344 @@
+"""Ingestion against a real PostgreSQL: only changes are appended, removals retire nodes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+
+from kg.config import Scope
+from kg.errors import ConcurrencyConflictError
+from kg.events import NodeAsserted, NodeRetired
+from kg.ingest import bulk, pipeline
+from kg.ingest.service import ingest_paths
+from kg.projections.nodes import NodesProjection
+from kg.runtime import Runtime
+from tests.ingest.gitrepo import Repo
+
+PRD = """---
+type: prd
+owner: team-a
+---
+# Checkout PRD
+
+## Goals
+
+FR-1: pay with a saved card. NFR-2 bounds latency.
+
+## Non-goals
+
+Crypto.
+"""
+
+EPIC = """# Checkout epic
+
+Delivers [the goals](../prd.md#goals), [the PRD](./../prd.md), [[prd#Non-goals]]
+and [the same PRD](/docs/prd.md).
+
+## Stories
+
+- [Saved card](../stories/saved-card.md)
+"""
+
+STORY = """# Saved card
+
+Part of [the epic](../epics/checkout.md). Mentions FR-1 and FR-7.
+"""
+
+
+def write(root: Path, files: dict[str, str | bytes]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(text, bytes):
+            path.write_bytes(text)
+        else:
+            path.write_text(text, encoding="utf-8")
+
+
+def project(root: Path) -> None:
+    write(
+        root,
+        {"docs/prd.md": PRD, "docs/epics/checkout.md": EPIC, "docs/stories/saved-card.md": STORY},
+    )
+
+
+async def nodes(pool: asyncpg.Pool, scope: Scope) -> dict[str, dict[str, Any]]:
+    rows = await pool.fetch(
+        "SELECT node_id, node_type, name, content, properties, embedding IS NOT NULL AS vec "
+        "FROM kg_nodes WHERE tenant_id = $1 AND project_id = $2",
+        scope.tenant_id,
+        scope.project_id,
+    )
+    return {r["node_id"]: dict(r) for r in rows}
+
+
+async def edges(pool: asyncpg.Pool, scope: Scope) -> set[tuple[str, str, str]]:
+    rows = await pool.fetch(
+        "SELECT from_node, edge_type, to_node FROM kg_edges "
+        "WHERE tenant_id = $1 AND project_id = $2",
+        scope.tenant_id,
+        scope.project_id,
+    )
+    return {(r["from_node"], r["edge_type"], r["to_node"]) for r in rows}
+
+
+async def test_ingest_projects_typed_nodes_and_links_with_canonical_ids(
+    runtime: Runtime, system_pool: asyncpg.Pool, scope: Scope, tmp_path: Path
+) -> None:
+    project(tmp_path)
+    report = await ingest_paths(runtime, [tmp_path / "docs"])
+    assert sorted(report.changed) == [
+        "docs/epics/checkout.md",
+        "docs/prd.md",
+        "docs/stories/saved-card.md",
+    ]
+    assert report.problems == [] and report.failed == []
+    graph = await nodes(system_pool, scope)
+    assert graph["document:docs/prd.md"]["node_type"] == "PRD"
+    assert graph["document:docs/epics/checkout.md"]["node_type"] == "Epic"
+    assert graph["document:docs/stories/saved-card.md"]["node_type"] == "Story"
+    assert graph["section:docs/prd.md#goals"]["content"].startswith("FR-1: pay")
+    assert graph["requirement:FR-1"]["node_type"] == "Requirement"
+    assert all(n["vec"] for n in graph.values()), "every node is embedded"
+    source = graph["document:docs/prd.md"]["properties"]["kg_source"]
+    assert source["path"] == "docs/prd.md" and len(source["fingerprint"]) == 64
+    assert graph["document:docs/prd.md"]["properties"]["owner"] == "team-a"
+
+    links = await edges(system_pool, scope)
+    epic = "section:docs/epics/checkout.md#checkout-epic"
+    # ../prd.md, ./../prd.md and /docs/prd.md are one node; the wiki link finds the section.
+    assert (epic, "REFERENCES", "document:docs/prd.md") in links
+    assert (epic, "REFERENCES", "section:docs/prd.md#goals") in links
+    assert (epic, "REFERENCES", "section:docs/prd.md#non-goals") in links
+    assert ("document:docs/prd.md", "CONTAINS", "section:docs/prd.md#goals") in links
+    assert ("section:docs/prd.md#checkout-prd", "PARENT_OF", "section:docs/prd.md#goals") in links
+    assert ("section:docs/prd.md#goals", "REFERENCES", "requirement:NFR-2") in links
+    story = "section:docs/stories/saved-card.md#saved-card"
+    assert (story, "REFERENCES", "requirement:FR-1") in links
+    assert report.events == report.nodes_asserted + report.edges_asserted
+    assert report.projected >= report.events
+
+
+async def test_reingesting_unchanged_files_appends_nothing(
+    runtime: Runtime, tmp_path: Path
+) -> None:
+    project(tmp_path)
+    first = await ingest_paths(runtime, [tmp_path])
+    count = await runtime.store.count(runtime.scope)
+    again = await ingest_paths(runtime, [tmp_path])
+    assert (again.events, again.unchanged, again.changed) == (0, 3, [])
+    assert await runtime.store.count(runtime.scope) == count == first.events
+    forced = await ingest_paths(runtime, [tmp_path], force=True)
+    assert forced.events == 0 and forced.unchanged == 3, "force re-derives, finds nothing new"
+
+
+async def test_one_changed_section_appends_only_that_section_and_the_document(
+    runtime: Runtime, tmp_path: Path
+) -> None:
+    project(tmp_path)
+    await ingest_paths(runtime, [tmp_path])
+    before = await runtime.store.last_position(runtime.scope)
+    moved = PRD.replace("# Checkout PRD", "\n\n# Checkout PRD")  # every line moves down
+    write(tmp_path, {"docs/prd.md": moved.replace("Crypto.", "Crypto and cash.")})
+    report = await ingest_paths(runtime, [tmp_path])
+    assert report.changed == ["docs/prd.md"] and report.unchanged == 2
+    new = await runtime.store.read_all(before, scope=runtime.scope)
+    assert {e.stream_id for e in new} == {"doc:docs/prd.md"}
+    asserted = [e.decode() for e in new]
+    assert [(type(e).__name__, getattr(e, "node_id", "")) for e in asserted] == [
+        ("NodeAsserted", "document:docs/prd.md"),  # its fingerprint changed
+        ("NodeAsserted", "section:docs/prd.md#non-goals"),
+    ]
+
+
+async def test_a_renamed_heading_retires_the_old_id_and_links_to_it(
+    runtime: Runtime, system_pool: asyncpg.Pool, scope: Scope, tmp_path: Path
+) -> None:
+    project(tmp_path)
+    await ingest_paths(runtime, [tmp_path])
+    write(tmp_path, {"docs/prd.md": PRD.replace("## Goals", "## Objectives")})
+    report = await ingest_paths(runtime, [tmp_path / "docs/prd.md"])
+    assert report.nodes_retired == 1
+    graph = await nodes(system_pool, scope)
+    assert "section:docs/prd.md#goals" not in graph
+    assert "section:docs/prd.md#objectives" in graph
+    links = await edges(system_pool, scope)
+    assert not any("section:docs/prd.md#goals" in (a, b) for a, _, b in links)
+    stream = await runtime.store.read_stream(scope, "doc:docs/prd.md")
+    retired = [e.decode() for e in stream if e.event_type == "NodeRetired"]
+    assert retired == [NodeRetired(node_id="section:docs/prd.md#goals", reason=retired[0].reason)]
+    assert "docs/prd.md" in retired[0].reason
+
+    # The epic's link now dangles; it comes back when the heading does and the epic is
+    # re-derived (force), since a retired node takes the edges pointing at it along.
+    write(tmp_path, {"docs/prd.md": PRD})
+    await ingest_paths(runtime, [tmp_path])
+    epic_link = ("section:docs/epics/checkout.md#checkout-epic", "REFERENCES")
+    assert (*epic_link, "section:docs/prd.md#goals") not in await edges(system_pool, scope)
+    await ingest_paths(runtime, [tmp_path], force=True)
+    assert (*epic_link, "section:docs/prd.md#goals") in await edges(system_pool, scope)
+
+
+async def test_removed_files_retire_their_nodes_and_orphaned_requirements(
+    runtime: Runtime, system_pool: asyncpg.Pool, scope: Scope, tmp_path: Path
+) -> None:
+    project(tmp_path)
+    await runtime.store.append(
+        scope,
+        "elsewhere",
+        [NodeAsserted(node_id="requirement:FR-9", node_type="Requirement", name="FR-9 by hand")],
+    )
+    write(tmp_path, {"docs/notes.md": "# Notes\nFR-9 and FR-7 again.\n"})
+    await ingest_paths(runtime, [tmp_path])
+    graph = await nodes(system_pool, scope)
+    assert graph["requirement:FR-9"]["name"] == "FR-9 by hand", "existing nodes are not clobbered"
+
+    (tmp_path / "docs/stories/saved-card.md").unlink()
+    report = await ingest_paths(runtime, [tmp_path / "docs"])
+    assert report.removed == ["docs/stories/saved-card.md"]
+    graph = await nodes(system_pool, scope)
+    assert not any(n.startswith("section:docs/stories/") for n in graph)
+    assert "document:docs/stories/saved-card.md" not in graph
+    assert "requirement:FR-7" in graph, "docs/notes.md still mentions FR-7"
+    assert "requirement:FR-1" in graph, "the PRD still defines FR-1"
+
+    (tmp_path / "docs/notes.md").unlink()
+    report = await ingest_paths(runtime, [tmp_path / "docs/notes.md"])
+    assert report.removed == ["docs/notes.md"]
+    graph = await nodes(system_pool, scope)
+    assert "requirement:FR-7" not in graph, "nothing mentions FR-7 any more"
+    assert "requirement:FR-9" in graph, "not made by ingestion, so not retired by it"
+    stream = await runtime.store.read_stream(scope, "doc:docs/notes.md")
+    assert stream[-1].decode() == NodeRetired(
+        node_id="requirement:FR-7", reason="no file mentions it since docs/notes.md changed"
+    )
+
+
+async def test_bad_input_is_reported_with_file_and_reason_and_the_rest_is_ingested(
+    runtime: Runtime, system_pool: asyncpg.Pool, scope: Scope, tmp_path: Path
+) -> None:
+    root = tmp_path / "proj"
+    outside = tmp_path / "secret.md"
+    outside.write_text("# Secret\nhunter2\n", encoding="utf-8")
+    write(
+        root,
+        {
+            "docs/ok.md": "# OK\n[escape](../../../secret.md) [fine](bad.md)\n",
+            "docs/bad.md": b"# Bad\n\xff\xfe\n",
+            "docs/image.md": b"\x89PNG\r\n\x1a\n\x00\x00",
+            "docs/huge.md": "# Huge\n" + "x" * 2_100_000,
+            "docs/notes.txt": "not markdown",
+        },
+    )
+    (root / "docs/link.md").symlink_to(outside)
+    rt = Runtime(
+        runtime.settings.__class__(runtime.settings.database_url, scope, root),
+        runtime.url,
+        runtime.app_pool,
+        runtime.system_pool,
+        runtime.embedder,
+    )
+    report = await ingest_paths(
+        rt, [root / "docs", root / "../secret.md", root / "docs/notes.txt", root / "nope.md"]
+    )
+    assert report.changed == ["docs/ok.md"]
+    assert sorted(report.failed) == ["docs/bad.md", "docs/huge.md", "docs/image.md", "docs/link.md"]
+    messages = [str(p) for p in report.problems]
+    assert "docs/bad.md:2: invalid UTF-8 at byte offset 6: invalid start byte" in messages
+    assert "docs/image.md:3: refused: binary file (NUL byte at offset 8)" in messages
+    assert any(m.startswith("docs/huge.md:1: refused: file is 2100007 bytes") for m in messages)
+    assert any(m.startswith("docs/link.md:1: refused: resolves to") for m in messages)
+    assert any(
+        m.startswith("docs/ok.md:2: link target '../../../secret.md' is outside") for m in messages
+    )
+    assert any("secret.md is outside the project root" in m for m in messages)
+    assert "docs/notes.txt:1: refused: not a Markdown file (.md or .markdown)" in messages
+    assert "nope.md:1: no such file (and nothing ingested from it)" in messages
+    graph = await nodes(system_pool, scope)
+    assert "document:docs/ok.md" in graph
+    assert not any("hunter2" in n["content"] for n in graph.values()), "nothing outside is read"
+
+
+async def test_event_sources_name_the_commit_for_committed_files(
+    runtime: Runtime, tmp_path: Path, scope: Scope
+) -> None:
+    repo = Repo(tmp_path)
+    project(tmp_path)
+    sha = repo.commit("specs")
+    write(tmp_path, {"docs/prd.md": PRD + "\n## Later\n"})
+    await ingest_paths(runtime, [tmp_path])
+    epic = await runtime.store.read_stream(scope, "doc:docs/epics/checkout.md")
+    assert {e.metadata["source"] for e in epic} == {f"docs/epics/checkout.md@{sha}"}
+    prd = await runtime.store.read_stream(scope, "doc:docs/prd.md")
+    sources = {e.metadata["source"] for e in prd}
+    assert len(sources) == 1 and sources.pop().startswith("docs/prd.md@sha256:")
+    assert {e.metadata["actor"] for e in prd} == {"kg ingest"}
+    assert len({e.metadata["correlation_id"] for e in prd + epic}) == 1, "one run, one id"
+
+
+async def test_a_schema_map_change_retypes_files_whose_content_did_not_change(
+    runtime: Runtime, system_pool: asyncpg.Pool, scope: Scope, tmp_path: Path
+) -> None:
+    project(tmp_path)
+    await ingest_paths(runtime, [tmp_path])
+    write(tmp_path, {"kg-schema.yaml": "rules:\n  - type: Spec\n    paths: ['docs/**']\n"})
+    report = await ingest_paths(runtime, [tmp_path])
+    assert len(report.changed) == 3
+    graph = await nodes(system_pool, scope)
+    assert graph["document:docs/prd.md"]["node_type"] == "Spec"
+    assert graph["section:docs/prd.md#goals"]["node_type"] == "Section"
+    assert (report.events, report.nodes_asserted) == (3, 3), "only the document nodes changed"
+
+
+async def hnsw_index(pool: asyncpg.Pool) -> bool:
+    return bool(
+        await pool.fetchval(
+            "SELECT count(*) FROM pg_indexes WHERE indexname = 'kg_nodes_embedding'"
+        )
+    )
+
+
+async def test_a_large_ingest_builds_the_vector_index_once_at_the_end(
+    runtime: Runtime,
+    system_pool: asyncpg.Pool,
+    scope: Scope,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(bulk, "BULK_MIN_NODES", 1)
+    dropped: list[bool] = []
+    real_apply = NodesProjection.apply
+
+    async def spy(self: NodesProjection, conn: Any, events: Any, ctx: Any) -> None:
+        dropped.append(not await hnsw_index(system_pool))
+        await real_apply(self, conn, events, ctx)
+
+    monkeypatch.setattr(NodesProjection, "apply", spy)
+    project(tmp_path)
+    report = await ingest_paths(runtime, [tmp_path])
+    assert report.projected == report.events
+    assert dropped and all(dropped), "rows were projected without per-row index inserts"
+    assert await hnsw_index(system_pool), "and the index is back"
+    graph = await nodes(system_pool, scope)
+    assert all(n["vec"] for n in graph.values())
+
+
+async def test_a_failed_ingest_puts_the_vector_index_back(
+    runtime: Runtime, system_pool: asyncpg.Pool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bulk, "BULK_MIN_NODES", 1)
+    seen: list[bool] = []
+
+    async def broken(*args: Any, **kwargs: Any) -> Any:
+        seen.append(await hnsw_index(system_pool))
+        raise ConcurrencyConflictError("doc:x", 0, 1)
+
+    monkeypatch.setattr(pipeline, "append_multi", broken)
+    project(tmp_path)
+    with pytest.raises(ConcurrencyConflictError):
+        await ingest_paths(runtime, [tmp_path])
+    assert seen == [False, False, False], "dropped for the bulk load, three attempts"
+    assert await hnsw_index(system_pool)
