@@ -36,6 +36,11 @@ class Projection(Protocol):
         build in bulk afterwards)."""
         ...
 
+    async def prepare_bulk(self, conn: asyncpg.Connection) -> None:
+        """Drop indexes that are cheaper to build once than to maintain row by row, before a
+        long catch-up; ``finish_rebuild`` restores them."""
+        ...
+
     async def finish_rebuild(self, conn: asyncpg.Connection) -> None:
         """Restore whatever ``reset`` dropped, once the replay is done."""
         ...

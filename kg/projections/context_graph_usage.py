@@ -51,5 +51,8 @@ class ContextGraphUsageProjection:
     async def reset(self, conn: asyncpg.Connection) -> None:
         await conn.execute("TRUNCATE context_graph_usage")
 
+    async def prepare_bulk(self, conn: asyncpg.Connection) -> None:
+        return None
+
     async def finish_rebuild(self, conn: asyncpg.Connection) -> None:
         return None

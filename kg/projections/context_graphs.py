@@ -68,5 +68,8 @@ class ContextGraphsProjection:
     async def reset(self, conn: asyncpg.Connection) -> None:
         await conn.execute("TRUNCATE context_graphs")
 
+    async def prepare_bulk(self, conn: asyncpg.Connection) -> None:
+        return None
+
     async def finish_rebuild(self, conn: asyncpg.Connection) -> None:
         return None

@@ -92,5 +92,8 @@ class EdgesProjection:
     async def reset(self, conn: asyncpg.Connection) -> None:
         await conn.execute("TRUNCATE kg_edges")
 
+    async def prepare_bulk(self, conn: asyncpg.Connection) -> None:
+        return None
+
     async def finish_rebuild(self, conn: asyncpg.Connection) -> None:
         return None

@@ -112,9 +112,12 @@ class NodesProjection:
     async def reset(self, conn: asyncpg.Connection) -> None:
         # Inserting into HNSW costs ~1 ms a row; building it once after the replay is several
         # times cheaper. The index comes back, identical to migration 0002's, in finish_rebuild.
-        await conn.execute("DROP INDEX IF EXISTS kg_nodes_embedding")
+        await self.prepare_bulk(conn)
         await conn.execute("TRUNCATE kg_nodes")
         await conn.execute("DELETE FROM kg_embedding_index")
+
+    async def prepare_bulk(self, conn: asyncpg.Connection) -> None:
+        await conn.execute("DROP INDEX IF EXISTS kg_nodes_embedding")
 
     async def finish_rebuild(self, conn: asyncpg.Connection) -> None:
         async with conn.transaction():

@@ -39,12 +39,15 @@ class ProjectionRunner:
         *,
         batch_size: int = 2000,
         maintain_indexes: bool = True,
+        bulk_threshold: int = 50_000,
     ) -> None:
         self._pool = pool
         self._store = EventStore(pool)
         self.projections = list(projections)
         self.ctx = ctx
         self.batch_size = batch_size
+        self.maintain_indexes = maintain_indexes
+        self.bulk_threshold = bulk_threshold
         self._indexes_checked = not maintain_indexes
 
     def _select(self, names: Sequence[str] | None) -> list[Projection]:
@@ -86,12 +89,29 @@ class ProjectionRunner:
                 for projection in self.projections:
                     await projection.finish_rebuild(conn)
                 self._indexes_checked = True
+            lag = await conn.fetchval(
+                "SELECT h.position - min(c.position) FROM kg_log_head h, projection_checkpoints c "
+                "WHERE h.id = 1 AND c.name = ANY($1) GROUP BY h.position",
+                [p.name for p in selected],
+            )
+            # A long way behind (a backfill, a restore), dropping indexes that are cheaper to
+            # build once than to update row by row pays for itself.
+            bulk = self.maintain_indexes and until is None and (lag or 0) >= self.bulk_threshold
+            if bulk:
+                for projection in selected:
+                    await projection.prepare_bulk(conn)
         applied = 0
-        while True:
-            n = await self._apply_next_batch(selected, until)
-            if n == 0:
-                return applied
-            applied += n
+        try:
+            while True:
+                n = await self._apply_next_batch(selected, until)
+                if n == 0:
+                    return applied
+                applied += n
+        finally:
+            if bulk:
+                async with self._pool.acquire() as conn:
+                    for projection in selected:
+                        await projection.finish_rebuild(conn)
 
     async def _apply_next_batch(self, selected: list[Projection], until: int | None) -> int:
         async with self._pool.acquire() as conn, conn.transaction():

@@ -184,3 +184,22 @@ async def test_status_shows_position_and_lag(
     await runner.catch_up()
     caught_up = {(s.name, s.position, s.lag) for s in await runner.status()}
     assert caught_up == {(n, 2, 0) for n in names}
+
+
+async def test_a_long_catch_up_builds_the_vector_index_in_bulk_with_the_same_rows(
+    store: EventStore, scope: Scope, system_pool: asyncpg.Pool, embedder: CountingEmbedder
+) -> None:
+    await store.append(
+        scope, "s", [doc(i) for i in range(60)] + [link(i, i + 1) for i in range(59)]
+    )
+    bulk = ProjectionRunner(
+        system_pool, default_projections(), ProjectionContext(embedder), bulk_threshold=100
+    )
+    await bulk.catch_up()
+    in_bulk = await table_digest(system_pool, "kg_nodes")
+    index = await system_pool.fetchval("SELECT to_regclass('kg_nodes_embedding') IS NOT NULL")
+    assert index, "the HNSW index is back after the bulk catch-up"
+    await ProjectionRunner(
+        system_pool, default_projections(), ProjectionContext(embedder)
+    ).rebuild()
+    assert await table_digest(system_pool, "kg_nodes") == in_bulk
