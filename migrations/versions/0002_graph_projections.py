@@ -62,6 +62,8 @@ def upgrade() -> None:
             PRIMARY KEY (tenant_id, project_id, node_id)
         );
         CREATE INDEX kg_nodes_type ON kg_nodes (tenant_id, project_id, node_type);
+        -- policies are looked up per tenant (tenant-wide ones live in any project)
+        CREATE INDEX kg_nodes_tenant_type ON kg_nodes (tenant_id, node_type);
         CREATE INDEX kg_nodes_updated ON kg_nodes (tenant_id, project_id, updated_at);
         CREATE INDEX kg_nodes_labels ON kg_nodes USING gin (labels);
         CREATE INDEX kg_nodes_tsv ON kg_nodes USING gin (tsv);
