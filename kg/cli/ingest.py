@@ -63,7 +63,7 @@ def ingest(
 
     report = run(go)
     print_ingest(report)
-    if report.failed or any(p.message.startswith("refused") for p in report.errors):
+    if report.failed or report.rejected:
         raise typer.Exit(1)
 
 

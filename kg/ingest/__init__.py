@@ -1,7 +1,10 @@
-"""Spec ingestion, parsing half: Markdown files to plain nodes, edges and problems.
+"""Spec ingestion: Markdown files to nodes, edges and problems, and from there to events.
 
-Nothing here touches the database or appends events; the command layer turns a
-:class:`ParsedDocument` into events.
+The names exported here are the parsing half, which touches no database (the pre-commit hook
+imports only this half). The writing half lives in :mod:`kg.ingest.service` (``ingest_paths``,
+``sync_project``, ``lint_project``), built on :mod:`kg.ingest.pipeline` (read, skip unchanged,
+parse, diff against the graph, append), :mod:`kg.ingest.diff` (pure) and
+:mod:`kg.ingest.state` (batched reads of what the graph holds).
 """
 
 from kg.ingest.files import project_relpath, read_markdown_file

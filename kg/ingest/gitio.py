@@ -3,8 +3,9 @@
 Every call passes ``-z`` where git lists paths, so names with spaces, quotes or newlines come
 through unchanged, and ``--no-optional-locks`` where git would otherwise refresh the index, so
 a sync running next to the user's own git commands never fights them for ``index.lock``.
-Paths are project-relative POSIX paths; the project root is assumed to be the top of the work
-tree (``kg`` finds its root by the ``.git`` folder).
+Paths are project-relative POSIX paths. The project root may be a folder inside the work tree
+(``KG_PROJECT_ROOT``): commands run there with ``--relative`` (or ``:./path`` for index blobs),
+and ``git status``, which always names paths from the top, has the folder's prefix removed.
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ class Change:
 def changed_between(root: Path, old: str, new: str) -> list[Change]:
     """``git diff --name-status --no-renames old new``: renames come as a delete and an add,
     which is what ingestion wants (the old path's nodes retire, the new path's appear)."""
-    out = git(root, "diff", "--name-status", "--no-renames", "-z", old, new, "--")
+    out = git(root, "diff", "--name-status", "--no-renames", "--relative", "-z", old, new, "--")
     fields = _split(out)
     return [Change(fields[i][:1], fields[i + 1]) for i in range(0, len(fields) - 1, 2)]
 
@@ -96,7 +97,9 @@ def staged_changes(root: Path) -> list[Change]:
     base = head_commit(root)
     if base is None:
         return [Change("A", path) for path in indexed_files(root)]
-    out = git(root, "diff", "--cached", "--name-status", "--no-renames", "-z", base, "--")
+    out = git(
+        root, "diff", "--cached", "--name-status", "--no-renames", "--relative", "-z", base, "--"
+    )
     fields = _split(out)
     return [Change(fields[i][:1], fields[i + 1]) for i in range(0, len(fields) - 1, 2)]
 
@@ -110,6 +113,7 @@ def differing_from_head(root: Path, paths: Sequence[str]) -> set[str]:
     """Those of ``paths`` whose working-tree state differs from HEAD (modified, staged,
     untracked, ignored, deleted but not committed). A path not returned is exactly as in HEAD,
     present or absent, so ``path@HEAD`` is true provenance for it."""
+    prefix = git(root, "rev-parse", "--show-prefix").decode("utf-8", "surrogateescape").strip()
     dirty: set[str] = set()
     for start in range(0, len(paths), _PATHSPEC_CHUNK):
         chunk = paths[start : start + _PATHSPEC_CHUNK]
@@ -128,7 +132,7 @@ def differing_from_head(root: Path, paths: Sequence[str]) -> set[str]:
         i = 0
         while i < len(fields):
             entry = fields[i]
-            dirty.add(entry[3:])
+            dirty.add(entry[3:].removeprefix(prefix))
             # A rename or copy entry is followed by its source path.
             i += 2 if entry[:1] in ("R", "C") else 1
     wanted = set(paths)
@@ -144,7 +148,7 @@ def read_index_blobs(root: Path, paths: Iterable[str]) -> dict[str, bytes]:
     wanted = [p for p in paths if "\n" not in p]
     if not wanted:
         return {}
-    request = b"".join(b":" + p.encode("utf-8", "surrogateescape") + b"\n" for p in wanted)
+    request = b"".join(b":./" + p.encode("utf-8", "surrogateescape") + b"\n" for p in wanted)
     out = git(root, "cat-file", "--batch", input=request)
     blobs: dict[str, bytes] = {}
     offset = 0

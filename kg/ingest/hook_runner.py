@@ -58,7 +58,15 @@ def changed_in_head(root: Path) -> int:
         paths = gitio.indexed_files(root)
     else:
         out = gitio.git(
-            root, "diff-tree", "-r", "--name-only", "--no-commit-id", "-z", "--root", "HEAD"
+            root,
+            "diff-tree",
+            "-r",
+            "--relative",
+            "--name-only",
+            "--no-commit-id",
+            "-z",
+            "--root",
+            "HEAD",
         )
         paths = [p.decode("utf-8", "replace") for p in out.split(b"\0") if p]
     return sum(1 for p in paths if is_project_markdown(p))

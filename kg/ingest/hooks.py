@@ -44,7 +44,7 @@ exit 0
 
 _POST_COMMIT = """#!/bin/sh
 {marker}: sync the graph; never fails the commit (errors go to .kg/hooks.log).
-{env}top=$(git rev-parse --show-toplevel 2>/dev/null || pwd)
+{env}top=${{KG_PROJECT_ROOT:-$(git rev-parse --show-toplevel 2>/dev/null || pwd)}}
 mkdir -p "$top/.kg" 2>/dev/null
 "$KG_PYTHON" -m kg.ingest.hook_runner post-commit --background-above {above} \\
     >>"$top/.kg/hooks.log" 2>&1 </dev/null \\

@@ -19,7 +19,7 @@ import hashlib
 import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pydantic
@@ -59,8 +59,8 @@ _KIND_ORDER = {"NodeRetired": 0, "NodeAsserted": 1, "EdgeRetracted": 2, "EdgeAss
 @dataclass(frozen=True, slots=True)
 class Options:
     force: bool = False
-    actor: str = "kg ingest"
-    correlation_id: str | None = None
+    # Who asked (actor, session, tool call, correlation id); each event adds its ``source``.
+    metadata: EventMetadata = field(default_factory=lambda: EventMetadata(actor="kg ingest"))
     workers: int = 0  # 0: one per CPU, at most 4
     report_missing: bool = True
     catch_up: bool = True
@@ -94,12 +94,15 @@ class Pipeline:
         self.schema_fp = schema_fingerprint(schema)
         self.targets = targets
         self.options = options
-        self.report = IngestReport(problems=list(targets.problems))
+        self.report = IngestReport(
+            problems=list(targets.problems), rejected=[p.path for p in targets.problems]
+        )
         self.known_requirements: set[str] = set()
         self.dropped: dict[str, str] = {}  # requirement id -> the file that dropped it
         self.provenance = Provenance(None, set())
         self.projector = bulk.Projector(rt)
         self._embedded_before = 0
+        self._settled: set[str] = set()  # files whose outcome is recorded (see _apply)
 
     async def run(self) -> IngestReport:
         texts, problems = await asyncio.to_thread(_read_all, self.root, self.targets.files)
@@ -143,10 +146,10 @@ class Pipeline:
         known = set(ingested)
         removed = {r for r in self.targets.missing if r in known}
         if self.options.report_missing:
+            unknown = [r for r in self.targets.missing if r not in known]
+            self.report.rejected += unknown
             self.report.problems += [
-                ParseProblem(r, 1, "no such file (and nothing ingested from it)")
-                for r in self.targets.missing
-                if r not in known
+                ParseProblem(r, 1, "no such file (and nothing ingested from it)") for r in unknown
             ]
         listed = set(self.targets.files)
         for rel in ingested:
@@ -201,7 +204,8 @@ class Pipeline:
             usable.append((rel, doc))
         for attempt in range(_RETRIES):
             try:
-                await self._diff_and_append(usable)
+                # A retry re-reads and re-diffs only the files not settled by an earlier try.
+                await self._diff_and_append([i for i in usable if i[0] not in self._settled])
                 return
             except ConcurrencyConflictError:
                 if attempt == _RETRIES - 1:
@@ -218,6 +222,7 @@ class Pipeline:
         if behind:  # another writer touched these files since our catch-up
             await self.rt.catch_up()
         docs = [doc for _, doc in items if doc is not None]
+        known_before = set(self.known_requirements)
         async with state.scoped(self.rt.app_pool, self.scope) as conn:
             projected = await state.projected_files(
                 conn, self.scope, [document_id(rel) for rel, _ in items]
@@ -227,17 +232,24 @@ class Pipeline:
         changes: list[tuple[FileChange, EventMetadata]] = []
         for rel, doc in items:
             change = self._diff_one(rel, doc, projected[document_id(rel)])
-            if change is not None and change.events:
+            if change is None or not change.events:
+                self._settled.add(rel)  # failed, or nothing to append
+            else:
                 content_hash = doc.content_hash if doc is not None else None
-                meta = EventMetadata(
-                    actor=self.options.actor,
-                    source=self.provenance.source(rel, content_hash),
-                    correlation_id=self.options.correlation_id,
-                )
+                meta = self._metadata(self.provenance.source(rel, content_hash))
                 changes.append((change, meta))
         expected = {s: heads.get(s, (0, 0))[0] for s in streams}
-        for batch in _transactions(changes):
-            await self._append(batch, expected)
+        try:
+            for batch in _transactions(changes):
+                await self._append(batch, expected)
+        except ConcurrencyConflictError:
+            # What the failed transaction would have asserted is not in the graph: forget it,
+            # so the retry asks the (caught-up) graph again.
+            self.known_requirements = known_before
+            raise
+
+    def _metadata(self, source: str) -> EventMetadata:
+        return self.options.metadata.model_copy(update={"source": source})
 
     def _diff_one(
         self, rel: str, doc: ParsedDocument | None, projected: ProjectedFile
@@ -302,6 +314,7 @@ class Pipeline:
             expected_versions={s: v for s, v in expected.items() if s in streams},
         )
         for change, _ in batch:
+            self._settled.add(change.relpath)
             (self.report.removed if change.removed else self.report.changed).append(change.relpath)
             self.report.nodes_asserted += change.nodes_asserted
             self.report.nodes_retired += change.nodes_retired
@@ -333,11 +346,7 @@ class Pipeline:
             by_file.setdefault(self.dropped[req], []).append(req)
         items = []
         for rel, reqs in sorted(by_file.items()):
-            meta = EventMetadata(
-                actor=self.options.actor,
-                source=self.provenance.source(rel, None),
-                correlation_id=self.options.correlation_id,
-            )
+            meta = self._metadata(self.provenance.source(rel, None))
             for req in reqs:
                 event = NodeRetired(node_id=req, reason=f"no file mentions it since {rel} changed")
                 items.append(StreamEvent(stream_id(rel), PendingEvent(event, meta)))

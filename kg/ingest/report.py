@@ -11,12 +11,14 @@ from kg.ingest.model import ParseProblem
 @dataclass(slots=True)
 class IngestReport:
     """Counts of one ingest. ``failed`` files could not be read or parsed into nodes (their
-    problems say why); their earlier nodes, if any, are kept as they were."""
+    problems say why); their earlier nodes, if any, are kept as they were. ``rejected`` paths
+    were refused before reading (outside the project, not Markdown) or do not exist."""
 
     changed: list[str] = field(default_factory=list)
     unchanged: int = 0
     removed: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)
     nodes_asserted: int = 0
     nodes_retired: int = 0
     edges_asserted: int = 0

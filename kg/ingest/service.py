@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
+from kg.events import EventMetadata
 from kg.ingest import gitio
 from kg.ingest.lint import find_dangling
 from kg.ingest.model import ParseProblem
@@ -32,6 +33,7 @@ async def ingest_paths(
     *,
     force: bool = False,
     actor: str = "kg ingest",
+    metadata: EventMetadata | None = None,
     workers: int = 0,
 ) -> IngestReport:
     """Ingest Markdown files and folders (default: the whole project) into the graph.
@@ -43,20 +45,26 @@ async def ingest_paths(
     since come back). A file that cannot be read is reported in ``problems`` and keeps its
     earlier nodes; nothing else in the batch is lost.
 
+    ``metadata`` (default: ``actor`` alone) goes with every event, plus the file it came from
+    as ``source``; an MCP tool passes its session and tool call here. One correlation id ties
+    the run's events together.
+
     Raises:
         ValidationError: the project's schema map is malformed.
         ConcurrencyConflictError: other writers kept changing the same files (after retries).
     """
     root = rt.settings.project_root
     targets = await asyncio.to_thread(resolve_targets, root, paths)
-    return await _run(rt, targets, Options(force=force, actor=actor, workers=workers))
+    meta = metadata or EventMetadata(actor=actor)
+    return await _run(rt, targets, Options(force=force, metadata=meta, workers=workers))
 
 
 async def _run(rt: Runtime, targets: Targets, options: Options) -> IngestReport:
     start = time.perf_counter()
     schema = await asyncio.to_thread(load_schema_map, rt.settings.project_root)
-    if options.correlation_id is None:
-        options = dataclasses.replace(options, correlation_id=str(uuid.uuid4()))
+    if options.metadata.correlation_id is None:
+        meta = options.metadata.model_copy(update={"correlation_id": str(uuid.uuid4())})
+        options = dataclasses.replace(options, metadata=meta)
     report = await Pipeline(rt, schema, targets, options).run()
     report.problems.sort(key=lambda p: (p.path, p.line, p.message))
     report.seconds = time.perf_counter() - start
@@ -88,12 +96,16 @@ async def sync_project(rt: Runtime, *, full: bool = False, actor: str = "kg sync
             if any(c.path in SCHEMA_FILES for c in changes):
                 reason = "the schema map changed"
         if reason is not None:
-            report = await _run(rt, resolve_targets(root, None), Options(actor=actor))
+            report = await _run(
+                rt, resolve_targets(root, None), Options(metadata=EventMetadata(actor=actor))
+            )
             result = SyncReport("full", last, head, reason=reason, ingest=report)
         else:
             paths = sorted({c.path for c in changes if is_project_markdown(c.path)})
             targets = await asyncio.to_thread(resolve_targets, root, paths)
-            report = await _run(rt, targets, Options(actor=actor, report_missing=False))
+            report = await _run(
+                rt, targets, Options(metadata=EventMetadata(actor=actor), report_missing=False)
+            )
             result = SyncReport("incremental", last, head, paths=paths, ingest=report)
         if head is not None:
             record_synced(state_dir, key, head)

@@ -95,6 +95,9 @@ def test_ingest_reports_changes_problems_and_exit_code(env: dict[str, str], exam
     assert bad.returncode == 1
     assert "0 changed, 9 unchanged, 1 removed, 1 failed" in bad.stdout
     assert "docs/bad.md:2: refused: binary file (NUL byte at offset 6)" in bad.stderr
+    typo = kg("ingest", "docs/nope.md", env=env, cwd=examples)
+    assert typo.returncode == 1
+    assert "docs/nope.md:1: no such file (and nothing ingested from it)" in typo.stderr
 
 
 async def test_inspect_shows_the_dependency_tree_without_denied_nodes(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 
 from kg.config import Scope
 from kg.errors import ConcurrencyConflictError
-from kg.events import NodeAsserted, NodeRetired
+from kg.events import EventMetadata, NodeAsserted, NodeRetired
 from kg.ingest import bulk, pipeline
 from kg.ingest.service import ingest_paths
 from kg.projections.nodes import NodesProjection
@@ -245,6 +246,7 @@ async def test_bad_input_is_reported_with_file_and_reason_and_the_rest_is_ingest
         rt, [root / "docs", root / "../secret.md", root / "docs/notes.txt", root / "nope.md"]
     )
     assert report.changed == ["docs/ok.md"]
+    assert sorted(report.rejected) == [str(root / "../secret.md"), "docs/notes.txt", "nope.md"]
     assert sorted(report.failed) == ["docs/bad.md", "docs/huge.md", "docs/image.md", "docs/link.md"]
     messages = [str(p) for p in report.problems]
     assert "docs/bad.md:2: invalid UTF-8 at byte offset 6: invalid start byte" in messages
@@ -342,3 +344,59 @@ async def test_a_failed_ingest_puts_the_vector_index_back(
         await ingest_paths(runtime, [tmp_path])
     assert seen == [False, False, False], "dropped for the bulk load, three attempts"
     assert await hnsw_index(system_pool)
+
+
+async def test_an_agents_metadata_goes_with_every_event(
+    runtime: Runtime, tmp_path: Path, scope: Scope
+) -> None:
+    write(tmp_path, {"docs/a.md": "# A\n\nFR-3\n"})
+    meta = EventMetadata(actor="agent:claude", session_id="s-1", tool_call_id="call-7")
+    report = await ingest_paths(runtime, ["docs/a.md"], metadata=meta)
+    assert report.changed == ["docs/a.md"], "paths are relative to the project root"
+    events = await runtime.store.read_stream(scope, "doc:docs/a.md")
+    assert {
+        (e.metadata["actor"], e.metadata["session_id"], e.metadata["tool_call_id"]) for e in events
+    } == {("agent:claude", "s-1", "call-7")}
+    assert {e.metadata["source"] for e in events} == {
+        f"docs/a.md@sha256:{report_hash(tmp_path / 'docs/a.md')}"
+    }
+
+
+def report_hash(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+async def test_a_concurrent_writer_makes_the_ingest_reread_and_retry(
+    runtime: Runtime,
+    system_pool: asyncpg.Pool,
+    scope: Scope,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    project(tmp_path)
+    real = pipeline.append_multi
+    calls: list[int] = []
+
+    async def racing(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:  # someone else ingests the PRD between our read and our append
+            await runtime.store.append(
+                scope,
+                "doc:docs/prd.md",
+                [NodeAsserted(node_id="document:docs/prd.md", node_type="PRD", name="theirs")],
+            )
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "append_multi", racing)
+    report = await ingest_paths(runtime, [tmp_path])
+    assert len(calls) == 2, "the first append conflicted, the retry went through"
+    assert sorted(report.changed) == [
+        "docs/epics/checkout.md",
+        "docs/prd.md",
+        "docs/stories/saved-card.md",
+    ]
+    graph = await nodes(system_pool, scope)
+    assert graph["document:docs/prd.md"]["name"] == "Checkout PRD", "ours, re-diffed on top"
+    assert {"requirement:FR-1", "requirement:FR-7", "requirement:NFR-2"} <= set(graph)
+    monkeypatch.setattr(pipeline, "append_multi", real)
+    assert (await ingest_paths(runtime, [tmp_path])).events == 0

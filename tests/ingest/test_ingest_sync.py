@@ -7,8 +7,9 @@ from pathlib import Path
 
 import asyncpg
 
-from kg.config import Scope
-from kg.ingest.service import sync_project
+from kg.config import Scope, Settings
+from kg.ingest.service import ingest_paths, sync_project
+from kg.ingest.staged import lint_staged
 from kg.runtime import Runtime
 from tests.ingest.gitrepo import Repo
 
@@ -119,3 +120,40 @@ async def test_outside_git_every_sync_is_a_cheap_full_scan(
     third = await sync_project(runtime)
     assert third.ingest is not None and third.ingest.removed == ["a.md"]
     assert not (tmp_path / ".kg/sync-state.json").exists()
+
+
+async def test_a_project_in_a_folder_of_the_repository_sees_paths_from_its_root(
+    runtime: Runtime, tmp_path: Path, scope: Scope
+) -> None:
+    repo = Repo(tmp_path)
+    root = tmp_path / "specs"
+    repo.write("specs/docs/a.md", "# A\n")
+    repo.write("elsewhere/x.md", "# X\n")
+    repo.commit()
+    rt = Runtime(
+        Settings(runtime.settings.database_url, scope, root),
+        runtime.url,
+        runtime.app_pool,
+        runtime.system_pool,
+        runtime.embedder,
+    )
+    first = await sync_project(rt)
+    assert first.ingest is not None and first.ingest.changed == ["docs/a.md"]
+
+    repo.write("specs/docs/a.md", "# A\n\n[b](b.md#scope)\n")
+    repo.write("specs/docs/b.md", "# B\n\n## Scope\n")
+    repo.write("elsewhere/x.md", "# X changed\n")
+    sha = repo.commit()
+    second = await sync_project(rt)
+    assert (second.mode, second.paths) == ("incremental", ["docs/a.md", "docs/b.md"])
+    events = await rt.store.read_stream(scope, "doc:docs/a.md")
+    assert events[-1].metadata["source"] == f"docs/a.md@{sha}", "clean, seen from the folder"
+
+    repo.write("specs/docs/b.md", "# B\n\n## Out of scope\n")
+    await ingest_paths(rt, ["docs/b.md"])
+    events = await rt.store.read_stream(scope, "doc:docs/b.md")
+    assert events[-1].metadata["source"].startswith("docs/b.md@sha256:"), "edited, not committed"
+    repo.git("add", "-A")
+    assert [str(p) for p in lint_staged(root)] == [
+        "docs/a.md:3: dangling anchor (b.md#scope): no heading #scope in docs/b.md"
+    ]
