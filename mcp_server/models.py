@@ -170,3 +170,39 @@ class LineageOut(BaseModel):
     steps: list[LineageStepOut]
     links: list[LineageLinkOut]
     excluded_by_policy: int
+
+
+class IngestOut(BaseModel):
+    """What an ingest changed (``kg.ingest.report.IngestReport.to_dict``)."""
+
+    changed: list[str]
+    unchanged: int
+    removed: list[str]
+    failed: list[str]
+    rejected: list[str]
+    nodes_asserted: int
+    nodes_retired: int
+    edges_asserted: int
+    edges_retracted: int
+    events: int
+    first_position: int | None
+    last_position: int | None
+    projected: int
+    embedded: int
+    problems: list[str]
+    files: int
+    seconds: float
+    catch_up_seconds: float
+
+
+class LintProblemOut(BaseModel):
+    path: str
+    line: int
+    message: str
+    severity: str
+
+
+class LintOut(BaseModel):
+    errors: int
+    warnings: int
+    problems: list[LintProblemOut]

@@ -24,7 +24,10 @@ from mcp_server.models import (
     ContextGraphOut,
     ContextUsageOut,
     DecisionOut,
+    IngestOut,
     LineageOut,
+    LintOut,
+    LintProblemOut,
     NeighborsOut,
     PathOut,
     SearchOut,
@@ -256,6 +259,51 @@ async def find_path(
     return structured(PathOut.model_validate(found))
 
 
+async def ingest_markdown(
+    ctx: KgContext,
+    paths: Annotated[
+        NodeIds,
+        Field(
+            max_length=1000,
+            description="Project-relative Markdown files or folders; empty: the whole project",
+        ),
+    ] = (),
+    force: Annotated[
+        bool, Field(description="Re-ingest even files whose hash is unchanged")
+    ] = False,
+) -> Annotated[CallToolResult, IngestOut]:
+    """Ingest Markdown specs into the graph: a Document node per file, a Section per heading,
+    links and requirement ids as edges. Only what changed is appended; files outside the
+    project are refused. Problems (bad UTF-8, broken front matter, ...) are listed per file."""
+    from kg.ingest.service import ingest_paths
+
+    rt = runtime_of(ctx)
+    report = await ingest_paths(rt, list(paths) or None, force=force, metadata=metadata_of(ctx))
+    return structured(IngestOut.model_validate(report.to_dict()))
+
+
+async def lint_graph(
+    ctx: KgContext,
+    paths: Annotated[
+        NodeIds, Field(max_length=1000, description="Files or folders to lint; empty: all")
+    ] = (),
+) -> Annotated[CallToolResult, LintOut]:
+    """Check the project's Markdown for dangling links and anchors, duplicate ids and malformed
+    front matter, as `file:line: message`. Reads files only; writes nothing."""
+    from kg.ingest.service import lint_project
+
+    rt = runtime_of(ctx)
+    found = await lint_project(rt.settings.project_root, list(paths) or None)
+    problems = [
+        LintProblemOut(path=p.path, line=p.line, message=p.message, severity=p.severity)
+        for p in found
+    ]
+    errors = sum(1 for p in problems if p.severity == "error")
+    out = LintOut(errors=errors, warnings=len(problems) - errors, problems=problems)
+    text = "\n".join(f"{p.path}:{p.line}: {p.message}" for p in problems) or "no problems"
+    return structured(out, text)
+
+
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 APPENDS = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 
@@ -271,6 +319,8 @@ def register_tools(server: MCPServer[AppState]) -> None:
         (query_knowledge_graph, READ_ONLY),
         (get_entity_neighbors, READ_ONLY),
         (find_path, READ_ONLY),
+        (ingest_markdown, APPENDS),
+        (lint_graph, READ_ONLY),
     ]
     for fn, hints in tools:
         description = inspect.cleandoc(fn.__doc__ or "")

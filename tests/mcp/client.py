@@ -30,6 +30,8 @@ TOOLS = {
     "query_knowledge_graph",
     "get_entity_neighbors",
     "find_path",
+    "ingest_markdown",
+    "lint_graph",
 }
 
 
