@@ -6,9 +6,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import asyncpg
@@ -20,28 +17,12 @@ from kg.config import Scope
 from kg.embeddings import HashingEmbedder
 from kg.events import EdgeAsserted, EventMetadata, NodeAsserted, NodeRetired, PendingEvent
 from kg.runtime import Runtime
-
-
-def kg(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kg.cli", *args],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+from tests.support import cli_env, kg
 
 
 @pytest.fixture
 def env(db_url: str) -> dict[str, str]:
-    return {
-        **os.environ,
-        "KG_DATABASE_URL": db_url,
-        "KG_TENANT": "acme",
-        "KG_PROJECT": "webshop",
-        "KG_EMBEDDER": "hashing",
-    }
+    return cli_env(db_url)
 
 
 async def tamper(pool: asyncpg.Pool, sql: str) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
@@ -14,28 +13,12 @@ import pytest
 from backfill.generate import GeneratedLegacy
 from kg.config import Scope
 from kg.events import EventStore
+from tests.support import cli_env, kg
 
 
 @pytest.fixture
 def env(db_url: str) -> dict[str, str]:
-    return {
-        **os.environ,
-        "KG_DATABASE_URL": db_url,
-        "KG_TENANT": "acme",
-        "KG_PROJECT": "webshop",
-        "KG_EMBEDDER": "hashing",
-    }
-
-
-def kg(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kg.cli", *args],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return cli_env(db_url)
 
 
 TABLE_LINE = re.compile(r"^((?:org|sessions)\.db/[a-z_]+)\s+(.*)$")

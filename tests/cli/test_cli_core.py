@@ -3,36 +3,18 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from kg.config import Scope
 from kg.events import EventStore, NodeAsserted
-
-
-def kg(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kg.cli", *args],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+from tests.support import cli_env, kg
 
 
 @pytest.fixture
 def env(db_url: str) -> dict[str, str]:
-    return {
-        **os.environ,
-        "KG_DATABASE_URL": db_url,
-        "KG_TENANT": "acme",
-        "KG_PROJECT": "webshop",
-        "KG_EMBEDDER": "hashing",
-    }
+    return cli_env(db_url)
 
 
 async def test_status_reports_database_revision_count_and_position(

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,31 +11,14 @@ from kg.config import Scope
 from kg.events import EventStore, PolicyDefined
 from kg.policies.model import PolicyRule
 from tests.ingest.gitrepo import GIT_ENV, Repo
+from tests.support import cli_env, kg
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-def kg(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kg.cli", *args],
-        env={**env, "COLUMNS": "200"},
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-
-
 @pytest.fixture
 def env(db_url: str) -> dict[str, str]:
-    return {
-        **os.environ,
-        **GIT_ENV,
-        "KG_DATABASE_URL": db_url,
-        "KG_TENANT": "acme",
-        "KG_PROJECT": "webshop",
-        "KG_EMBEDDER": "hashing",
-    }
+    return {**cli_env(db_url), **GIT_ENV}
 
 
 @pytest.fixture
