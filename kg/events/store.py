@@ -12,7 +12,8 @@ import asyncio
 import contextlib
 import re
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -43,11 +44,14 @@ EVENT_COLUMNS = (
 SELECT_EVENT = EVENT_COLUMNS.replace("event_id", "event_id::text")
 
 _LOCK_HEAD = """
-SELECT h.position,
-       (SELECT c.hash FROM kg_chain_heads c WHERE c.tenant_id = $1) AS chain_hash,
-       (SELECT max(e.stream_version) FROM kg_events e
-         WHERE e.tenant_id = $1 AND e.project_id = $2 AND e.stream_id = $3) AS version
+SELECT h.position, (SELECT c.hash FROM kg_chain_heads c WHERE c.tenant_id = $1) AS chain_hash
   FROM kg_log_head h WHERE h.id = 1 FOR UPDATE OF h
+"""
+
+_VERSIONS = """
+SELECT stream_id, max(stream_version) AS version FROM kg_events
+ WHERE tenant_id = $1 AND project_id = $2 AND stream_id = ANY($3::text[])
+ GROUP BY stream_id
 """
 
 _FIND_IDEMPOTENT = """
@@ -60,19 +64,28 @@ SELECT stream_id, position, stream_version, event_id::text
 _INSERT_BATCH = f"""
 WITH ins AS (
     INSERT INTO kg_events ({EVENT_COLUMNS})
-    SELECT p, e, $3, $4, $5, v, t, s, pl::jsonb, md::jsonb, $6, $7, ph, h
-      FROM unnest($1::bigint[], $2::uuid[], $8::int[], $9::text[], $10::int[], $11::text[],
-                  $12::text[], $13::text[], $14::text[]) AS x(p, e, v, t, s, pl, md, ph, h)
+    SELECT p, e, $3, $4, sid, v, t, s, pl::jsonb, md::jsonb, $5, $16, ph, h
+      FROM unnest($1::bigint[], $2::uuid[], $6::text[], $7::int[], $8::text[], $9::int[],
+                  $10::text[], $11::text[], $12::text[], $13::text[])
+           AS x(p, e, sid, v, t, s, pl, md, ph, h)
     RETURNING 1
 ), head AS (
-    UPDATE kg_log_head SET position = $15 WHERE id = 1 RETURNING 1
+    UPDATE kg_log_head SET position = $14 WHERE id = 1 RETURNING 1
 ), chain AS (
-    INSERT INTO kg_chain_heads (tenant_id, position, hash) VALUES ($3, $15, $16)
+    INSERT INTO kg_chain_heads (tenant_id, position, hash) VALUES ($3, $14, $15)
     ON CONFLICT (tenant_id) DO UPDATE SET position = excluded.position, hash = excluded.hash
     RETURNING 1
 )
-SELECT (SELECT count(*) FROM ins) AS inserted, pg_notify('{NOTIFY_CHANNEL}', $15::text)
+SELECT (SELECT count(*) FROM ins) AS inserted, pg_notify('{NOTIFY_CHANNEL}', $14::text)
 """
+
+
+@dataclass(frozen=True)
+class StreamEvent:
+    """One event for one stream, in a multi-stream append."""
+
+    stream_id: str
+    event: DomainEvent | PendingEvent
 
 
 def record_from_row(row: asyncpg.Record) -> RecordedEvent:
@@ -150,109 +163,67 @@ class EventStore:
         repeat of the same append writes nothing and returns the first result.
         """
         _check_append_args(stream_id, len(events), expected_version, idempotency_key)
+        (result,) = await self.append_many(
+            scope,
+            [StreamEvent(stream_id, e) for e in events],
+            expected_versions=None if expected_version is None else {stream_id: expected_version},
+            idempotency_key=idempotency_key,
+            metadata=metadata,
+        )
+        return result
+
+    async def append_many(
+        self,
+        scope: Scope,
+        items: Sequence[StreamEvent],
+        *,
+        expected_versions: Mapping[str, int] | None = None,
+        idempotency_key: str | None = None,
+        metadata: EventMetadata | None = None,
+    ) -> list[AppendResult]:
+        """Append ``items`` (events of one or many streams) atomically, in the given order.
+
+        One transaction, one lock of the log head, one version check for all streams and one
+        insert, whatever the number of streams: what a bulk writer (ingestion: one stream per
+        file) needs to avoid a commit per stream. Positions, versions and the hash chain are
+        exactly those the same appends made one by one would produce. ``expected_versions``
+        maps stream ids to the version each must be at. Returns one result per stream, in
+        order of first appearance (a stream's positions increase but need not be contiguous).
+        """
+        if len(items) > MAX_BATCH:
+            raise ValidationError(
+                f"append has {len(items)} events; the limit is {MAX_BATCH}: split the batch"
+            )
+        counts: dict[str, int] = {}
+        for item in items:
+            counts[item.stream_id] = counts.get(item.stream_id, 0) + 1
+        expected = dict(expected_versions or {})
+        for stream_id, count in counts.items():
+            _check_append_args(stream_id, count, expected.get(stream_id), idempotency_key)
+        if not items:
+            return []
         default_meta = metadata or EventMetadata()
         meta_texts: dict[int, str] = {}  # one serialisation per distinct metadata object
-        prepared = []
-        for item in events:
+        prepared: list[tuple[str, DomainEvent, str, str]] = []
+        for item in items:
             event, meta = (
-                (item.event, item.metadata)
-                if isinstance(item, PendingEvent)
-                else (item, default_meta)
+                (item.event.event, item.event.metadata)
+                if isinstance(item.event, PendingEvent)
+                else (item.event, default_meta)
             )
             meta_text = meta_texts.get(id(meta))
             if meta_text is None:
                 meta_text = meta_texts[id(meta)] = canonical_json(meta.to_json())
-            prepared.append((event, _payload_json(event), meta_text))
-        recorded_at = datetime.now(UTC)
-
+            prepared.append((item.stream_id, event, _payload_json(event), meta_text))
         try:
             async with self._pool.acquire() as conn, conn.transaction():
-                await set_tenant(conn, scope.tenant_id)
-                head, prev_hash, version = await conn.fetchrow(
-                    _LOCK_HEAD, scope.tenant_id, scope.project_id, stream_id
-                )
-                if idempotency_key is not None:
-                    earlier = await conn.fetch(
-                        _FIND_IDEMPOTENT, scope.tenant_id, scope.project_id, idempotency_key
-                    )
-                    if earlier:
-                        return _duplicate_result(stream_id, idempotency_key, earlier)
-                current = version or 0
-                if expected_version is not None and expected_version != current:
-                    raise ConcurrencyConflictError(stream_id, expected_version, current)
-
-                prev = prev_hash or GENESIS_HASH
-                cols: dict[str, list[Any]] = {
-                    k: [] for k in ("p", "e", "v", "t", "s", "pl", "md", "ph", "h")
-                }
-                for offset, (event, payload_text, meta_text) in enumerate(prepared, 1):
-                    position, event_id = head + offset, str(uuid.uuid4())
-                    digest = chain_hash(
-                        prev,
-                        canonical_event(
-                            position=position,
-                            event_id=event_id,
-                            tenant_id=scope.tenant_id,
-                            project_id=scope.project_id,
-                            stream_id=stream_id,
-                            stream_version=current + offset,
-                            event_type=event.event_type,
-                            schema_version=event.schema_version,
-                            payload_json=payload_text,
-                            metadata_json=meta_text,
-                            recorded_at=recorded_at,
-                            idempotency_key=idempotency_key,
-                        ),
-                    )
-                    for key, value in zip(
-                        cols,
-                        (
-                            position,
-                            event_id,
-                            current + offset,
-                            event.event_type,
-                            event.schema_version,
-                            payload_text,
-                            meta_text,
-                            prev,
-                            digest,
-                        ),
-                        strict=True,
-                    ):
-                        cols[key].append(value)
-                    prev = digest
-                last = head + len(prepared)
-                await conn.fetchrow(
-                    _INSERT_BATCH,
-                    cols["p"],
-                    cols["e"],
-                    scope.tenant_id,
-                    scope.project_id,
-                    stream_id,
-                    recorded_at,
-                    idempotency_key,
-                    cols["v"],
-                    cols["t"],
-                    cols["s"],
-                    cols["pl"],
-                    cols["md"],
-                    cols["ph"],
-                    cols["h"],
-                    last,
-                    prev,
+                return await _append_locked(
+                    conn, scope, list(counts), expected, prepared, idempotency_key
                 )
         except asyncpg.UndefinedTableError as exc:
             raise SchemaNotReadyError(
                 f"the event store tables are missing ({exc}): run `kg init` or `kg db upgrade`"
             ) from exc
-        return AppendResult(
-            stream_id=stream_id,
-            first_position=head + 1,
-            last_position=last,
-            from_version=current + 1,
-            to_version=current + len(prepared),
-            event_ids=tuple(cols["e"]),
-        )
 
     async def read_all(
         self, after: int = 0, *, limit: int = 1000, scope: Scope | None = None
@@ -366,18 +337,109 @@ class EventStore:
                     await asyncio.wait_for(wake.wait(), poll_interval)
 
 
-def _duplicate_result(stream_id: str, key: str, rows: Sequence[asyncpg.Record]) -> AppendResult:
-    if rows[0]["stream_id"] != stream_id:
-        raise IdempotencyKeyReusedError(
-            f"idempotency key {key!r} was already used for stream {rows[0]['stream_id']!r}, not "
-            f"{stream_id!r}: use a new key for a different command"
+async def _append_locked(
+    conn: asyncpg.Connection,
+    scope: Scope,
+    streams: list[str],
+    expected: dict[str, int],
+    prepared: list[tuple[str, DomainEvent, str, str]],
+    idempotency_key: str | None,
+) -> list[AppendResult]:
+    """The append itself, under the log-head lock: checks, hash chain, one insert."""
+    await set_tenant(conn, scope.tenant_id)
+    head, prev_hash = await conn.fetchrow(_LOCK_HEAD, scope.tenant_id)
+    if idempotency_key is not None:
+        earlier = await conn.fetch(
+            _FIND_IDEMPOTENT, scope.tenant_id, scope.project_id, idempotency_key
         )
-    return AppendResult(
-        stream_id=stream_id,
-        first_position=rows[0]["position"],
-        last_position=rows[-1]["position"],
-        from_version=rows[0]["stream_version"],
-        to_version=rows[-1]["stream_version"],
-        event_ids=tuple(r["event_id"] for r in rows),
-        duplicate=True,
-    )
+        if earlier:
+            return _duplicate_results(streams, idempotency_key, earlier)
+    rows = await conn.fetch(_VERSIONS, scope.tenant_id, scope.project_id, streams)
+    start = {r["stream_id"]: r["version"] or 0 for r in rows}
+    for stream_id in streams:
+        wanted = expected.get(stream_id)
+        if wanted is not None and wanted != start.get(stream_id, 0):
+            raise ConcurrencyConflictError(stream_id, wanted, start.get(stream_id, 0))
+    recorded_at = datetime.now(UTC)
+    versions = {s: start.get(s, 0) for s in streams}
+    positions: dict[str, list[int]] = {s: [] for s in streams}
+    ids: dict[str, list[str]] = {s: [] for s in streams}
+    prev = prev_hash or GENESIS_HASH
+    cols: dict[str, list[Any]] = {
+        k: [] for k in ("p", "e", "sid", "v", "t", "s", "pl", "md", "ph", "h")
+    }
+    position = head
+    for stream_id, event, payload_text, meta_text in prepared:
+        position += 1
+        versions[stream_id] += 1
+        event_id = str(uuid.uuid4())
+        digest = chain_hash(
+            prev,
+            canonical_event(
+                position=position,
+                event_id=event_id,
+                tenant_id=scope.tenant_id,
+                project_id=scope.project_id,
+                stream_id=stream_id,
+                stream_version=versions[stream_id],
+                event_type=event.event_type,
+                schema_version=event.schema_version,
+                payload_json=payload_text,
+                metadata_json=meta_text,
+                recorded_at=recorded_at,
+                idempotency_key=idempotency_key,
+            ),
+        )
+        row = (
+            position, event_id, stream_id, versions[stream_id], event.event_type,
+            event.schema_version, payload_text, meta_text, prev, digest,
+        )  # fmt: skip
+        for key, value in zip(cols, row, strict=True):
+            cols[key].append(value)
+        positions[stream_id].append(position)
+        ids[stream_id].append(event_id)
+        prev = digest
+    await conn.fetchrow(
+        _INSERT_BATCH,
+        cols["p"], cols["e"], scope.tenant_id, scope.project_id, recorded_at, cols["sid"],
+        cols["v"], cols["t"], cols["s"], cols["pl"], cols["md"], cols["ph"], cols["h"],
+        position, prev, idempotency_key,
+    )  # fmt: skip
+    return [
+        AppendResult(
+            stream_id=s,
+            first_position=positions[s][0],
+            last_position=positions[s][-1],
+            from_version=start.get(s, 0) + 1,
+            to_version=versions[s],
+            event_ids=tuple(ids[s]),
+        )
+        for s in streams
+    ]
+
+
+def _duplicate_results(
+    streams: list[str], key: str, rows: Sequence[asyncpg.Record]
+) -> list[AppendResult]:
+    """The first append's results, for a retry with the same idempotency key."""
+    earlier: dict[str, list[asyncpg.Record]] = {}
+    for r in rows:
+        earlier.setdefault(r["stream_id"], []).append(r)
+    if set(earlier) != set(streams):
+        raise IdempotencyKeyReusedError(
+            f"idempotency key {key!r} was already used for stream(s) "
+            f"{', '.join(repr(s) for s in earlier)}, not {', '.join(repr(s) for s in streams)}: "
+            "use a new key for a different command"
+        )
+    return [
+        AppendResult(
+            stream_id=s,
+            first_position=earlier[s][0]["position"],
+            last_position=earlier[s][-1]["position"],
+            from_version=earlier[s][0]["stream_version"],
+            to_version=earlier[s][-1]["stream_version"],
+            event_ids=tuple(r["event_id"] for r in earlier[s]),
+            duplicate=True,
+        )
+        for s in streams
+    ]
