@@ -65,10 +65,18 @@ class Lineage:
             "decision_id": self.decision_id,
             "direction": self.direction,
             "depth": self.depth,
-            "steps": [asdict(s) for s in self.steps.values()],
+            "steps": [_public(s) for s in self.steps.values()],
             "links": [asdict(link) for link in self.links],
             "excluded_by_policy": self.excluded_by_policy,
         }
+
+
+def _public(step: LineageStep) -> dict[str, Any]:
+    """A step as shown: a decision's raw ``informed_by`` list stays internal, since a policy
+    added later may deny some of those nodes; the CONTAINED links show the allowed ones."""
+    data = asdict(step)
+    data["details"] = {k: v for k, v in step.details.items() if k != "informed_by"}
+    return data
 
 
 def _iso(moment: datetime | None) -> str | None:

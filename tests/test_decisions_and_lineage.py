@@ -138,3 +138,20 @@ async def test_bad_decisions_and_traces_are_clear_errors(shop: Runtime) -> None:
         await trace_decision_lineage(shop, "nope")
     with pytest.raises(ValidationError, match="sideways"):
         await trace_decision_lineage(shop, "d1", "sideways")
+
+
+async def test_a_node_denied_after_the_decision_stays_out_of_its_lineage(
+    shop: Runtime, scope: Scope
+) -> None:
+    from kg.events import PolicyDefined
+    from kg.policies.model import PolicyRule
+
+    graph = await build_context_graph(shop, parse_request(anchors=["adr:0007"], max_depth=0))
+    decision = await record_decision(shop, text="x", context_graph_ids=[graph.context_graph_id])
+    await shop.store.append(scope, "policies", [
+        PolicyDefined(policy_id="policy:hide-adrs", name="Hide ADRs",
+                      rule=PolicyRule(effect="deny", node_types=("ADR",))),
+    ])  # fmt: skip
+    lineage = (await trace_decision_lineage(shop, decision.decision_id, "upstream", 3)).to_dict()
+    assert "adr:0007" not in str(lineage)
+    assert lineage["excluded_by_policy"] == 1
