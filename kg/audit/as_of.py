@@ -22,7 +22,7 @@ path, PostgreSQL's read-only transaction error).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -31,7 +31,8 @@ import asyncpg
 from kg.audit.replay import REPLAYED_TABLES, check_schema_name
 from kg.config import Scope
 from kg.errors import ConfigurationError, KgError
-from kg.events import AppendResult, DomainEvent, EventMetadata, EventStore, PendingEvent
+from kg.events import AppendResult, EventMetadata, EventStore
+from kg.events.store import StreamEvent
 from kg.projections.base import Projection, ProjectionContext
 from kg.projections.runner import ProjectionRunner
 
@@ -157,16 +158,16 @@ class ReadOnlyEventStore(EventStore):
         super().__init__(pool)
         self.as_of = as_of
 
-    async def append(
+    async def append_many(
         self,
         scope: Scope,
-        stream_id: str,
-        events: Sequence[DomainEvent | PendingEvent],
+        items: Sequence[StreamEvent],
         *,
-        expected_version: int | None = None,
+        expected_versions: Mapping[str, int] | None = None,
         idempotency_key: str | None = None,
         metadata: EventMetadata | None = None,
-    ) -> AppendResult:
+    ) -> list[AppendResult]:
+        """Every append (single-stream ``append`` included) goes through here: refuse it."""
         raise self.as_of.read_only()
 
 

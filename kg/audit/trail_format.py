@@ -13,17 +13,8 @@ from kg.audit.trail import COLUMNS, TrailEntry
 from kg.errors import ValidationError
 
 FORMATS = ("jsonl", "csv", "md")
-_MD_COLUMNS = (
-    "position",
-    "recorded_at",
-    "actor",
-    "session_id",
-    "event_type",
-    "subject",
-    "what",
-    "why",
-    "source",
-)
+# The Markdown table leaves out the identifiers a reader does not scan for.
+_MD_COLUMNS = tuple(c for c in COLUMNS if c not in ("stream_id", "event_id", "hash"))
 
 
 def _md_cell(value: Any) -> str:

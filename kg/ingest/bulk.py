@@ -51,7 +51,7 @@ class Projector:
                 "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE relname = 'kg_nodes'"
             )
             if expected_nodes >= BULK_MIN_SHARE * (existing or 0):
-                await conn.execute("DROP INDEX IF EXISTS kg_nodes_embedding")
+                await self._nodes.prepare_bulk(conn)
                 self.bulk = True
 
     def kick(self) -> None:

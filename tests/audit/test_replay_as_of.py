@@ -17,6 +17,7 @@ from kg.config import Scope, Settings
 from kg.embeddings import HashingEmbedder
 from kg.errors import ConfigurationError, ValidationError
 from kg.events import EdgeAsserted, NodeAsserted, NodeRetired
+from kg.events.multi import StreamEvent, append_multi
 from kg.graph_queries import get_entity_neighbors
 from kg.runtime import Runtime, open_runtime
 from kg.search import search
@@ -100,6 +101,8 @@ async def test_an_as_of_runtime_writes_nothing(
     async with open_as_of(runtime, "ro") as rt:
         with pytest.raises(AsOfReadOnlyError, match="read-only"):
             await rt.store.append(scope, "s", [node("component:z", "Z")])
+        with pytest.raises(AsOfReadOnlyError, match="read-only"):  # the bulk path too
+            await append_multi(rt.store, scope, [StreamEvent("s", node("component:z", "Z"))])
         assert await rt.catch_up() == 0
         with pytest.raises(AsOfReadOnlyError):
             await rt.runner.rebuild()
