@@ -1,6 +1,7 @@
 """Context-graph build latency per mode on synthetic graphs, against a networkx ego graph.
 
 Run: python bench/bench_context.py [--sizes 10000 100000] [--edges-per-node 10] [--builds 200]
+     [--reuse]
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import networkx as nx
-from common import fresh_database, machine, percentile
+from common import fresh_database, kept_database, machine, mark_complete, percentile
 from synthetic import VOCAB, WORDS, append_all, graph_events, node_id
 
 from kg.config import Scope, Settings
@@ -45,11 +46,15 @@ def policy_events(n: int) -> list[DomainEvent]:
     return events
 
 
-async def build(n: int, edges_per_node: int) -> tuple[str, list[DomainEvent]]:
-    url = fresh_database()
+async def build(n: int, edges_per_node: int, reuse: bool) -> tuple[str, list[DomainEvent]]:
+    events = graph_events(n, edges_per_node) + policy_events(n)
+    name = f"kg_bench_context_{n}_{edges_per_node}"
+    url, complete = kept_database(name) if reuse else (fresh_database(), False)
+    if complete:
+        print(f"  {n:,} nodes: reusing database {name}", file=sys.stderr)
+        return url, events
     app = await create_pool(url, app_role=True)
     system = await create_pool(url, app_role=False)
-    events = graph_events(n, edges_per_node) + policy_events(n)
     start = time.perf_counter()
     await append_all(EventStore(app), SCOPE, events, batch=5000)
     appended = time.perf_counter() - start
@@ -67,6 +72,8 @@ async def build(n: int, edges_per_node: int) -> tuple[str, list[DomainEvent]]:
     )
     await app.close()
     await system.close()
+    if reuse:
+        mark_complete(url, name)
     return url, events
 
 
@@ -134,14 +141,14 @@ def networkx_latency(graph: nx.Graph, n: int, builds: int) -> tuple[float, float
     return percentile(times, 50), percentile(times, 95)
 
 
-async def main(sizes: list[int], edges_per_node: int, builds: int) -> None:
+async def main(sizes: list[int], edges_per_node: int, builds: int, reuse: bool) -> None:
     minilm = SentenceTransformerEmbedder()
     minilm.embed(["warm up"])
     print(f"Machine: {machine()}\n")
     print("| graph | mode | p50 ms | p95 ms |")
     print("| --- | --- | ---: | ---: |")
     for n in sizes:
-        url, events = await build(n, edges_per_node)
+        url, events = await build(n, edges_per_node, reuse)
         results = await latencies(url, n, builds, HashingEmbedder(), minilm)
         start = time.perf_counter()
         g = to_networkx(events)
@@ -162,5 +169,10 @@ if __name__ == "__main__":
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--edges-per-node", type=int, default=10)
     parser.add_argument("--builds", type=int, default=200)
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="keep the built graphs in bench/out/pg and reuse them on the next run",
+    )
     args = parser.parse_args()
-    asyncio.run(main(args.sizes, args.edges_per_node, args.builds))
+    asyncio.run(main(args.sizes, args.edges_per_node, args.builds, args.reuse))

@@ -16,24 +16,65 @@ from pathlib import Path
 from kg.db import migrate
 from kg.db.urls import asyncpg_url, with_database
 
+KEPT_SERVER = Path(__file__).resolve().parent / "out" / "pg"
+COMPLETE = "kg-bench: complete"
+
+
+def _server(keep: bool) -> str:
+    server = os.environ.get("KG_DATABASE_URL")
+    if server:
+        return server
+    from kg.db.embedded import start_embedded
+
+    if keep:
+        return start_embedded(KEPT_SERVER, database="postgres", keep_running=True)
+    return start_embedded(
+        Path(tempfile.mkdtemp(prefix="kg-bench-pg-")), database="postgres", delete_on_exit=True
+    )
+
 
 def fresh_database() -> str:
     """A new, migrated database: on KG_DATABASE_URL's server if set, else an embedded one."""
     import psycopg
 
-    server = os.environ.get("KG_DATABASE_URL")
-    if not server:
-        from kg.db.embedded import start_embedded
-
-        server = start_embedded(
-            Path(tempfile.mkdtemp(prefix="kg-bench-pg-")), database="postgres", delete_on_exit=True
-        )
+    server = _server(keep=False)
     name = f"kg_bench_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(asyncpg_url(server), autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
     url = with_database(server, name)
     migrate.upgrade(url)
     return url
+
+
+def kept_database(name: str) -> tuple[str, bool]:
+    """A named database kept between runs (``--reuse``), and whether it is already complete.
+
+    Building a 100,000-node graph takes minutes; iterating on query latency should not. A
+    database is complete once :func:`mark_complete` ran; an interrupted build is dropped and
+    built again. Kept databases live in ``bench/out/pg`` (or on KG_DATABASE_URL's server).
+    """
+    import psycopg
+
+    server = _server(keep=True)
+    with psycopg.connect(asyncpg_url(server), autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s",
+            (name,),
+        ).fetchone()
+        if row is not None and row[0] == COMPLETE:
+            return with_database(server, name), True
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')  # type: ignore[arg-type]
+        conn.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
+    url = with_database(server, name)
+    migrate.upgrade(url)
+    return url, False
+
+
+def mark_complete(url: str, name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(asyncpg_url(url), autocommit=True) as conn:
+        conn.execute(f"COMMENT ON DATABASE \"{name}\" IS '{COMPLETE}'")  # type: ignore[arg-type]
 
 
 async def timed(fn: Callable[[], Awaitable[object]]) -> float:

@@ -28,6 +28,10 @@ from kg.search import FALLBACK_WARNING
 
 HOP_DECAY = 0.5
 RECENCY_DAYS = 30.0
+# Each frontier node offers at least this many of its strongest edges per hop (more when the
+# frontier is small), so no single hub (a policy governing thousands of nodes, a document with
+# hundreds of sections) fills a hop on its own.
+MIN_FANOUT = 16
 
 
 class GraphSource(Protocol):
@@ -42,6 +46,7 @@ class GraphSource(Protocol):
         edge_types: Sequence[str],
         node_types: Sequence[str],
         limit: int,
+        fanout: int | None = None,
     ) -> list[tuple[EdgeRow, NodeRow]]: ...
     async def edges_among(
         self, node_ids: Sequence[str], edge_types: Sequence[str]
@@ -192,6 +197,7 @@ class ContextBuilder:
                 edge_types=req.edge_types,
                 node_types=req.node_types,
                 limit=limit,
+                fanout=max(math.ceil(limit / len(frontier)), MIN_FANOUT),
             )
             new: dict[str, _Reached] = {}
             for edge, row in rows:

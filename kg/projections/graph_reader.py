@@ -52,20 +52,29 @@ SELECT {_NODE_COLS}
  WHERE n.tenant_id = $1 AND n.project_id = $2 AND n.node_id = ANY($3::text[])
 """
 
+# Each frontier node contributes at most $10 edges per direction, its strongest (the edge
+# indexes are ordered by weight for this), so a hub with thousands of edges costs no more than
+# any other node and cannot crowd everything else out of the hop; then the hop keeps the $7
+# strongest overall. The order (weight, edge id) is total: a hop is deterministic.
 _NEIGHBOURS = f"""
-WITH hop AS (
-    SELECT e.edge_id, e.edge_type, e.from_node, e.to_node, e.weight, e.to_node AS other
-      FROM kg_edges e
-     WHERE e.tenant_id = $1 AND e.project_id = $2 AND e.from_node = ANY($3::text[])
-       AND ($4::text[] IS NULL OR e.edge_type = ANY($4)) AND $8::bool
+WITH frontier AS (SELECT DISTINCT unnest($3::text[]) AS node_id), hop AS (
+    SELECT o.* FROM frontier f CROSS JOIN LATERAL (
+        SELECT e.edge_id, e.edge_type, e.from_node, e.to_node, e.weight, e.to_node AS other
+          FROM kg_edges e
+         WHERE e.tenant_id = $1 AND e.project_id = $2 AND e.from_node = f.node_id
+           AND ($4::text[] IS NULL OR e.edge_type = ANY($4)) AND NOT (e.to_node = ANY($6))
+         ORDER BY e.weight DESC, e.edge_id LIMIT $10) o
+     WHERE $8::bool
     UNION ALL
-    SELECT e.edge_id, e.edge_type, e.from_node, e.to_node, e.weight, e.from_node AS other
-      FROM kg_edges e
-     WHERE e.tenant_id = $1 AND e.project_id = $2 AND e.to_node = ANY($3::text[])
-       AND ($4::text[] IS NULL OR e.edge_type = ANY($4)) AND $9::bool
+    SELECT i.* FROM frontier f CROSS JOIN LATERAL (
+        SELECT e.edge_id, e.edge_type, e.from_node, e.to_node, e.weight, e.from_node AS other
+          FROM kg_edges e
+         WHERE e.tenant_id = $1 AND e.project_id = $2 AND e.to_node = f.node_id
+           AND ($4::text[] IS NULL OR e.edge_type = ANY($4)) AND NOT (e.from_node = ANY($6))
+         ORDER BY e.weight DESC, e.edge_id LIMIT $10) i
+     WHERE $9::bool
 ), picked AS (
-    SELECT * FROM hop WHERE NOT (other = ANY($6::text[]))
-     ORDER BY weight DESC, edge_id LIMIT $7
+    SELECT * FROM hop ORDER BY weight DESC, edge_id LIMIT $7
 )
 SELECT p.edge_id, p.edge_type, p.from_node, p.to_node, p.weight, {_NODE_COLS}
   FROM picked p
@@ -143,9 +152,14 @@ class GraphReader:
         node_types: Sequence[str],
         limit: int,
         direction: str = "both",
+        fanout: int | None = None,
     ) -> list[tuple[EdgeRow, NodeRow]]:
         """Edges touching the frontier (``out``, ``in`` or ``both`` directions) with the node at
-        their other end, strongest first, skipping nodes in ``exclude`` (already reached)."""
+        their other end, strongest first, skipping nodes in ``exclude`` (already reached).
+
+        ``fanout`` caps the edges taken from any one frontier node per direction (default: no
+        cap beyond ``limit``); a path search must see every edge, a context build must not
+        drown in a hub's."""
         rows = await self.conn.fetch(
             _NEIGHBOURS,
             self.scope.tenant_id,
@@ -157,6 +171,7 @@ class GraphReader:
             limit,
             direction in ("out", "both"),
             direction in ("in", "both"),
+            min(fanout or limit, limit),
         )
         return [(EdgeRow(r[0], r[1], r[2], r[3], float(r[4])), _node(r, 5)) for r in rows]
 

@@ -14,7 +14,7 @@ from kg.context.service import (
     record_context_usage,
 )
 from kg.errors import NotFoundError, ValidationError
-from kg.events import EventMetadata, NodeAsserted
+from kg.events import EdgeAsserted, EventMetadata, NodeAsserted
 from kg.runtime import Runtime
 from tests.shop import SHOP
 
@@ -165,6 +165,34 @@ async def test_tenant_scope_holds_even_when_ids_collide(shop: Runtime) -> None:
     )
     dumped = json.dumps(graph.to_dict())
     assert "INTRUDER" not in dumped and "EVIL" not in dumped
+
+
+async def test_a_hub_cannot_crowd_the_rest_of_a_hop_out(runtime: Runtime, scope: Scope) -> None:
+    """The anchor links weakly to a hub with 300 strong edges, and strongly to a node whose own
+    (slightly weaker) neighbour must still make it into hop 2: each frontier node offers only
+    its strongest few edges, so the hub cannot fill the hop's 256 candidates on its own."""
+
+    def node(node_id: str) -> NodeAsserted:
+        return NodeAsserted(node_id=node_id, node_type="Component", name=node_id)
+
+    def edge(a: str, b: str, weight: float) -> EdgeAsserted:
+        return EdgeAsserted(edge_type="RELATES_TO", from_node=a, to_node=b, weight=weight)
+
+    fans = [f"component:fan-{i:03}" for i in range(300)]
+    events = [node(n) for n in ["component:a", "component:hub", "component:b", "component:c"]]
+    events += [node(n) for n in fans] + [edge("component:hub", f, 1.0) for f in fans]
+    events += [
+        edge("component:a", "component:hub", 0.3),
+        edge("component:a", "component:b", 1.0),
+        edge("component:b", "component:c", 0.9),
+    ]
+    await runtime.store.append(scope, "fixture:hub", events)
+    await runtime.catch_up()
+    graph = await build_context_graph(runtime, parse_request(anchors=["component:a"]))
+    by_id = {n.node_id: n for n in graph.nodes}
+    assert by_id["component:c"].reason == "hop 2 from component:b via RELATES_TO"
+    from_hub = [n for n in graph.nodes if n.reason.startswith("hop 2 from component:hub")]
+    assert len(graph.nodes) == 128 and 0 < len(from_hub) < 128
 
 
 @pytest.mark.parametrize(
