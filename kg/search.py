@@ -32,17 +32,16 @@ _FILTER = "tenant_id = $1 AND project_id = $2 AND ($3::text[] IS NULL OR node_ty
 
 # Ranking reads every matching row's tsvector; for a query made only of very common words that
 # is most of the table. FTS_SCAN_CAP bounds that work: past it, the full-text side ranks a
-# sample of the matches and the vector side carries the fusion.
+# sample of the matches and the vector side carries the fusion. The matching itself goes
+# through kg_fulltext_matches (migration 0006): under row-level security PostgreSQL cannot use
+# the GIN index for ``@@`` directly, the function can, and it applies the same tenant filter.
 FTS_SCAN_CAP = 2000
 
 _FTS = f"""
 SELECT node_id, row_number() OVER (ORDER BY rank DESC, node_id) AS r, rank
-  FROM (SELECT m.node_id, ts_rank_cd(m.tsv, m.q) AS rank
-          FROM (SELECT node_id, tsv, q
-                  FROM kg_nodes, websearch_to_tsquery('english', $4) q
-                 WHERE {_FILTER} AND tsv @@ q
-                 LIMIT {FTS_SCAN_CAP}) m
-         ORDER BY rank DESC, m.node_id LIMIT $5) f
+  FROM (SELECT m.node_id, m.rank
+          FROM kg_fulltext_matches($2, websearch_to_tsquery('english', $4), $3, {FTS_SCAN_CAP}) m
+         ORDER BY m.rank DESC, m.node_id LIMIT $5) f
 """
 
 _VEC = f"""
@@ -53,15 +52,20 @@ SELECT node_id, row_number() OVER (ORDER BY distance, node_id) AS r, 1 - distanc
          ORDER BY embedding <=> $6::vector LIMIT $5) v
 """
 
+# Fused and cut to the limit before kg_nodes is joined: joining on the full join's merged id
+# (a COALESCE) made PostgreSQL hash the whole table instead of looking up the few winners.
 _HYBRID = f"""
-WITH fts AS ({_FTS}), vec AS ({_VEC})
-SELECT n.node_id, n.node_type, n.name, fts.r AS fts_rank, vec.r AS vec_rank, vec.sim,
-       coalesce(1.0 / ({RRF_K} + fts.r), 0) + coalesce(1.0 / ({RRF_K} + vec.r), 0) AS score
-  FROM fts FULL JOIN vec USING (node_id)
-  JOIN kg_nodes n ON n.tenant_id = $1 AND n.project_id = $2
-                 AND n.node_id = coalesce(fts.node_id, vec.node_id)
- ORDER BY score DESC, n.node_id
- LIMIT $7
+WITH fts AS ({_FTS}), vec AS ({_VEC}), fused AS (
+    SELECT node_id, fts.r AS fts_rank, vec.r AS vec_rank, vec.sim,
+           coalesce(1.0 / ({RRF_K} + fts.r), 0) + coalesce(1.0 / ({RRF_K} + vec.r), 0) AS score
+      FROM fts FULL JOIN vec USING (node_id)
+     ORDER BY score DESC, node_id
+     LIMIT $7
+)
+SELECT n.node_id, n.node_type, n.name, f.fts_rank, f.vec_rank, f.sim, f.score
+  FROM fused f
+  JOIN kg_nodes n ON n.tenant_id = $1 AND n.project_id = $2 AND n.node_id = f.node_id
+ ORDER BY f.score DESC, n.node_id
 """
 
 # Full-text ranking restricted to the vector candidates: for broad queries (below).

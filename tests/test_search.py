@@ -86,6 +86,25 @@ async def test_search_never_crosses_tenants(
     await project(store, system_pool, Scope("a", "p"), hashing)
     result = await search(app_pool, Scope("b", "p"), "password", embedder=hashing)
     assert result.hits == []
+    result = await search(app_pool, Scope("b", "p"), "password", mode="fulltext")
+    assert result.hits == []
+    assert (await search(app_pool, Scope("a", "p"), "password", mode="fulltext")).hits
+
+
+async def test_the_fulltext_function_reads_the_tenant_from_the_session_only(
+    store: EventStore, system_pool: asyncpg.Pool, app_pool: asyncpg.Pool
+) -> None:
+    """kg_fulltext_matches bypasses RLS to use the GIN index, so it must filter as RLS does."""
+    await project(store, system_pool, Scope("a", "p"), HashingEmbedder())
+    query = (
+        "SELECT node_id FROM kg_fulltext_matches('p', to_tsquery('english', 'password'), NULL, 10)"
+    )
+    async with app_pool.acquire() as conn, conn.transaction():
+        assert await conn.fetch(query) == [], "no tenant set: nothing"
+        await conn.execute("SELECT set_config('kg.tenant_id', 'b', true)")
+        assert await conn.fetch(query) == [], "another tenant: nothing"
+        await conn.execute("SELECT set_config('kg.tenant_id', 'a', true)")
+        assert [r["node_id"] for r in await conn.fetch(query)] == ["decision:reset"]
 
 
 async def test_bad_search_requests_are_clear_errors(app_pool: asyncpg.Pool, scope: Scope) -> None:
