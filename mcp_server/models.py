@@ -50,11 +50,13 @@ class GovernanceOut(BaseModel):
 class BudgetOut(BaseModel):
     max_nodes: int
     max_depth: int
+    max_edges: int = Field(description="The edge budget applied (default 2 x max_nodes)")
     token_budget: int | None
     nodes_used: int
+    edges_used: int
     depth_reached: int
     tokens_used: int
-    truncated: bool = Field(description="True when the budget cut nodes off")
+    truncated: bool = Field(description="True when a budget cut nodes or edges off")
 
 
 class ContextGraphOut(BaseModel):
@@ -206,3 +208,23 @@ class LintOut(BaseModel):
     errors: int
     warnings: int
     problems: list[LintProblemOut]
+
+
+def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with every ``$ref`` replaced by its definition (no output model is
+    recursive). Clients validate each result against the published output schema, and a
+    validator resolving a ``$ref`` per list item (jsonschema, the Python SDK's client) spent a
+    quarter of a 128-node context graph's validation time on that alone."""
+    definitions = schema.get("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                return walk(definitions[node["$ref"].rsplit("/", 1)[-1]])
+            return {k: walk(v) for k, v in node.items() if k != "$defs"}
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        return node
+
+    result: dict[str, Any] = walk(schema)
+    return result

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import typer
 
 from kg.cli.common import console, err_console, run
-from kg.context.request import ContextRequest
-from kg.context.service import build_context_graph, parse_request, record_context_usage
-from kg.events import EventMetadata
-from kg.runtime import open_runtime
+
+if TYPE_CHECKING:
+    from kg.context.request import ContextRequest
 
 context_app = typer.Typer(help="Build and use context graphs.", no_args_is_help=True)
 
@@ -22,6 +22,7 @@ def build(
     mode: str = typer.Option("anchor", help="anchor, semantic or policy_first."),
     max_nodes: int = typer.Option(128, help="Node budget."),
     max_depth: int = typer.Option(2, help="Hops from the anchors."),
+    max_edges: int = typer.Option(None, help="Edge budget (default: 2 x max nodes)."),
     token_budget: int = typer.Option(None, help="Token budget for the rendering."),
     node_type: list[str] = typer.Option(None, "--type", help="Only expand to these node types."),
     edge_type: list[str] = typer.Option(None, "--edge", help="Only follow these edge types."),
@@ -30,12 +31,17 @@ def build(
     as_json: bool = typer.Option(False, "--json", help="Print the whole result as JSON."),
 ) -> None:
     """Build a context graph, log it, and print its Markdown rendering (or JSON)."""
+    from kg.context.service import build_context_graph
+    from kg.events import EventMetadata
+    from kg.runtime import open_runtime
+
     request = run_parse(
         anchors=anchor or None,
         task=task,
         mode=mode,
         max_nodes=max_nodes,
         max_depth=max_depth,
+        max_edges=max_edges,
         token_budget=token_budget,
         node_types=node_type or None,
         edge_types=edge_type or None,
@@ -65,6 +71,8 @@ def build(
 
 
 def run_parse(**fields: object) -> ContextRequest:
+    from kg.context.service import parse_request
+
     async def go() -> ContextRequest:
         return parse_request(**fields)
 
@@ -79,6 +87,8 @@ def use(
     node: list[str] = typer.Option(None, "--node", help="Node actually used (repeatable)."),
 ) -> None:
     """Record that a tool call used a context graph (ContextGraphUsed)."""
+    from kg.context.service import record_context_usage
+    from kg.runtime import open_runtime
 
     async def go() -> None:
         async with open_runtime() as rt:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Protocol
 
-from kg.context.render import estimate_tokens, node_line, render
+from kg.context.render import edge_line, estimate_tokens, node_line, render
 from kg.context.request import ContextRequest
 from kg.context.result import Budget, ContextEdge, ContextGraph, ContextNode, GovernanceSummary
 from kg.embeddings.base import EmbeddingProvider
@@ -63,6 +63,7 @@ class _Reached:
     score: float
     reason: str
     hop: int
+    via: str | None = None  # the edge it was reached through
 
 
 def weight_factor(weight: float) -> float:
@@ -229,7 +230,7 @@ class ContextBuilder:
                 )
                 reason = f"hop {hop} from {parent_id} via {edge.edge_type}"
                 if candidate is None or (score, reason) > (candidate.score, candidate.reason):
-                    new[node_id] = _Reached(row, verdict, score, reason, hop)
+                    new[node_id] = _Reached(row, verdict, score, reason, hop, edge.edge_id)
             if new:
                 depth = hop
             reached.update(new)
@@ -258,11 +259,8 @@ class ContextBuilder:
                 break
             chosen.append(node)
             tokens += cost
-        ids = [n.node_id for n in chosen]
-        edges = [
-            ContextEdge(e.edge_id, e.edge_type, e.from_node, e.to_node, e.weight)
-            for e in await self.source.edges_among(ids, req.edge_types)
-        ]
+        edges, edges_truncated = await self._edges(req, ranked[: len(chosen)], tokens)
+        truncated = truncated or edges_truncated
         granted: dict[str, tuple[tuple[str, ...], list[str]]] = {}
         for item in ranked[: len(chosen)]:
             for policy_id, actions in item.verdict.actions.items():
@@ -283,13 +281,15 @@ class ContextBuilder:
         rendering = render(req.mode, as_of, chosen, edges, allowed)
         token_estimate = estimate_tokens(rendering)
         budget = Budget(
-            req.max_nodes,
-            req.max_depth,
-            req.token_budget,
-            len(chosen),
-            depth,
-            token_estimate,
-            truncated,
+            max_nodes=req.max_nodes,
+            max_depth=req.max_depth,
+            max_edges=edge_budget(req),
+            token_budget=req.token_budget,
+            nodes_used=len(chosen),
+            edges_used=len(edges),
+            depth_reached=depth,
+            tokens_used=token_estimate,
+            truncated=truncated,
         )
         content_hash = graph_hash(req.mode, as_of, chosen, edges, summary)
         return ContextGraph(
@@ -306,6 +306,32 @@ class ContextBuilder:
             embedder=self.embedder.model_id if semantic and self.embedder else None,
             warnings=tuple(warnings),
         )
+
+    async def _edges(
+        self, req: ContextRequest, chosen: list[_Reached], tokens: int
+    ) -> tuple[list[ContextEdge], bool]:
+        """The edges among the chosen nodes, within the edge budget and what the token budget
+        leaves after the nodes: first the edge each node was reached through (so the graph
+        explains itself), then the strongest others. Dense neighbourhoods have several times
+        more edges than nodes; unbounded, they made up most of a rendering."""
+        budget = edge_budget(req)
+        among = await self.source.edges_among([r.row.node_id for r in chosen], req.edge_types)
+        reach = {r.via for r in chosen if r.via}
+        ordered = sorted(among, key=lambda e: (e.edge_id not in reach, -e.weight, e.edge_id))
+        kept: list[ContextEdge] = []
+        for e in ordered[:budget]:
+            edge = ContextEdge(e.edge_id, e.edge_type, e.from_node, e.to_node, e.weight)
+            cost = estimate_tokens(edge_line(edge)) + 1
+            if req.token_budget is not None and tokens + cost > req.token_budget:
+                break
+            kept.append(edge)
+            tokens += cost
+        kept.sort(key=lambda e: e.edge_id)
+        return kept, len(kept) < len(among)
+
+
+def edge_budget(req: ContextRequest) -> int:
+    return req.max_edges if req.max_edges is not None else 2 * req.max_nodes
 
 
 def _context_node(item: _Reached) -> ContextNode:

@@ -17,6 +17,9 @@ class ContextRequest(BaseModel):
     mode: Mode = "anchor"
     max_nodes: int = Field(default=128, ge=1, le=1000)
     max_depth: int = Field(default=2, ge=0, le=5)
+    max_edges: int | None = Field(
+        default=None, ge=0, le=10_000, description="Edge budget (default: 2 x max_nodes)"
+    )
     token_budget: int | None = Field(default=None, ge=1, le=1_000_000)
     node_types: tuple[str, ...] = Field(default=(), description="Only expand to these types")
     edge_types: tuple[str, ...] = Field(default=(), description="Only follow these edge types")

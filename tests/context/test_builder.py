@@ -7,6 +7,7 @@ import json
 import pytest
 
 from kg.config import Scope
+from kg.context.render import estimate_tokens, node_line
 from kg.context.service import (
     build_context_graph,
     build_in_snapshot,
@@ -106,6 +107,33 @@ async def test_token_budget_limits_the_rendering(shop: Runtime) -> None:
     assert 1 <= len(small.nodes) < len(full.nodes)
     assert small.budget.truncated and not full.budget.truncated
     assert sum(len(n.name) for n in small.nodes) < sum(len(n.name) for n in full.nodes)
+
+
+async def test_edge_budget_keeps_the_edges_that_explain_each_node_first(shop: Runtime) -> None:
+    full = await build_context_graph(shop, parse_request(anchors=["component:checkout"]))
+    tree = len(full.nodes) - 1  # one reach edge per node but the anchor
+    assert len(full.edges) > tree, "the fixture has edges beyond the reach tree"
+    assert full.budget.max_edges == 2 * 128 and full.budget.edges_used == len(full.edges)
+
+    limited = await build_context_graph(
+        shop, parse_request(anchors=["component:checkout"], max_edges=tree)
+    )
+    assert limited.nodes == full.nodes and limited.budget.truncated
+    assert len(limited.edges) == limited.budget.edges_used == tree
+    links = {frozenset((e.from_node, e.to_node)) for e in limited.edges}
+    for node in limited.nodes[1:]:
+        parent = node.reason.split(" from ")[1].split(" via ")[0]
+        assert frozenset((parent, node.node_id)) in links, f"{node.node_id} lost its reach edge"
+
+
+async def test_token_budget_counts_the_edges_too(shop: Runtime) -> None:
+    full = await build_context_graph(shop, parse_request(anchors=["component:checkout"]))
+    nodes_only = sum(estimate_tokens(node_line(n)) + 1 for n in full.nodes)
+    graph = await build_context_graph(
+        shop, parse_request(anchors=["component:checkout"], token_budget=nodes_only + 20)
+    )
+    assert graph.nodes == full.nodes and 0 < len(graph.edges) < len(full.edges)
+    assert graph.budget.truncated
 
 
 async def test_same_request_on_same_position_gives_the_same_graph(

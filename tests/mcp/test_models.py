@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import typing
 from collections.abc import Awaitable, Callable
 from typing import Any, get_args
 
+import jsonschema
 import pytest
 from pydantic import BaseModel
 
 from kg import graph_queries, lineage, search
 from kg.context.result import Budget, ContextEdge, ContextGraph, ContextNode, GovernanceSummary
+from kg.context.service import build_context_graph, parse_request
 from kg.decisions import RecordedDecision
 from kg.errors import NotFoundError, ValidationError
 from kg.runtime import Runtime
@@ -95,6 +98,18 @@ async def test_graph_query_results_fit_their_models(shop: Runtime) -> None:
         assert_covered(path, PathOut)
         for node in path["nodes"]:
             assert_covered(node, NodeView)
+
+
+async def test_a_context_graph_as_data_is_exactly_its_published_schema(shop: Runtime) -> None:
+    """The tool returns ``to_dict()`` unvalidated, so it must be what the schema describes,
+    and lose nothing ``dataclasses.asdict`` would have kept."""
+    graph = await build_context_graph(shop, parse_request(anchors=["component:checkout"]))
+    data = graph.to_dict()
+    assert json.loads(json.dumps(data)) == json.loads(json.dumps(dataclasses.asdict(graph)))
+    assert ContextGraphOut.model_validate(data).model_dump(mode="json") == data
+    listed = {t.name: t.output_schema for t in await create_server().list_tools()}
+    jsonschema.validate(data, listed["build_context_graph"])
+    assert all("$ref" not in json.dumps(schema) for schema in listed.values())
 
 
 async def test_published_limits_are_the_applications_own(shop: Runtime) -> None:
