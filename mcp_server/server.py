@@ -8,6 +8,9 @@ come from the Runtime's settings (``KG_TENANT``, ``KG_PROJECT``), never from a t
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
@@ -37,6 +40,7 @@ the context_graph_ids that informed it -> trace_decision_lineage to explain a de
 Use query_knowledge_graph to find node ids, get_entity_neighbors and find_path to explore.
 Policies may exclude or redact nodes; counts say how many, never what."""
 
+_log = logging.getLogger(__name__)
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
 
@@ -85,6 +89,34 @@ class KgMCPServer(MCPServer[AppState]):
             await lowlevel.run(read, write, lowlevel.create_initialization_options())
 
 
+@asynccontextmanager
+async def projections_kept_current(rt: Runtime) -> AsyncIterator[None]:
+    """Tail the log while the server runs (the runner wakes on each append's NOTIFY).
+
+    Every tool still catches up before it reads, but now rarely finds work: the
+    ``ContextGraphBuilt`` a call appends is projected while its result travels to the client,
+    not at the start of the agent's next call. A failure here is logged; the next tool call's
+    own catch-up reports it to the agent.
+    """
+    if rt.as_of is not None:  # a read-only replay: nothing new will come
+        yield
+        return
+    stop = asyncio.Event()
+    task = asyncio.create_task(rt.runner.run(stop))
+    task.add_done_callback(_log_failure)
+    try:
+        yield
+    finally:
+        stop.set()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, timeout=10)
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        _log.error("background projection catch-up stopped", exc_info=task.exception())
+
+
 def create_server(
     runtime: Runtime | None = None, *, log_level: LogLevel = "WARNING"
 ) -> KgMCPServer:
@@ -95,9 +127,10 @@ def create_server(
     @asynccontextmanager
     async def lifespan(_: MCPServer[AppState]) -> AsyncIterator[AppState]:
         if runtime is not None:
-            yield AppState(runtime)
+            async with projections_kept_current(runtime):
+                yield AppState(runtime)
             return
-        async with open_runtime() as opened:
+        async with open_runtime() as opened, projections_kept_current(opened):
             yield AppState(opened)
 
     server = KgMCPServer(

@@ -3,6 +3,8 @@ application embedding the server would use it (the SDK's in-process client, no t
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from mcp import Client
 from mcp_types import Implementation
@@ -40,3 +42,21 @@ async def test_the_lifespan_opens_the_runtime_from_the_environment(
         "SELECT metadata->>'actor' FROM kg_events WHERE stream_id = $1", decision["node_id"]
     )
     assert actor == "mcp:in-process"
+
+
+async def test_the_server_projects_what_a_call_appended_without_waiting_for_the_next_call(
+    shop: Runtime,
+) -> None:
+    info = Implementation(name="in-process", version="1")
+    async with Client(create_server(shop), client_info=info) as client:
+        graph = ok(await client.call_tool("build_context_graph", {"anchors": ["adr:0007"]}))
+        projected = None
+        for _ in range(200):  # the tailing runner wakes on the append's NOTIFY
+            projected = await shop.system_pool.fetchval(
+                "SELECT mode FROM context_graphs WHERE context_graph_id = $1",
+                graph["context_graph_id"],
+            )
+            if projected:
+                break
+            await asyncio.sleep(0.05)
+    assert projected == "anchor"
