@@ -31,7 +31,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import psutil
 from bench_context import build as build_context_bench_graph
-from common import fresh_database, kept_database, machine, mark_complete, percentile
+from common import (
+    drop_database,
+    fresh_database,
+    kept_database,
+    machine,
+    mark_complete,
+    percentile,
+    scratch_copy,
+)
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import CallToolResult, Implementation
@@ -61,11 +69,11 @@ async def prepare(n: int, edges_per_node: int, embedder: str, reuse: bool) -> st
     ``reuse`` kept in bench/out/pg (the hashing one is the context benchmark's graph)."""
     if reuse and embedder == "hashing":
         url, _ = await build_context_bench_graph(n, edges_per_node, reuse=True)
-        return url
+        return scratch_copy(url)
     name = f"kg_bench_mcp_{n}_{edges_per_node}_{embedder}"
     url, complete = kept_database(name) if reuse else (fresh_database(), False)
     if complete:
-        return url
+        return scratch_copy(url) if reuse else url
     app = await create_pool(url, app_role=True)
     system = await create_pool(url, app_role=False)
     start = time.perf_counter()
@@ -87,6 +95,7 @@ async def prepare(n: int, edges_per_node: int, embedder: str, reuse: bool) -> st
     await system.close()
     if reuse:
         mark_complete(url, name)
+        return scratch_copy(url)
     return url
 
 
@@ -249,7 +258,11 @@ async def main(
         for n in sizes:
             for embedder in embedders:
                 url = await prepare(n, edges_per_node, embedder, reuse)
-                runs.append(await measure(url, n, embedder, calls, errlog))
+                try:
+                    runs.append(await measure(url, n, embedder, calls, errlog))
+                finally:
+                    if reuse:
+                        drop_database(url)
     report(runs, edges_per_node)
 
 

@@ -70,6 +70,27 @@ def kept_database(name: str) -> tuple[str, bool]:
     return url, False
 
 
+def scratch_copy(url: str) -> str:
+    """A throwaway copy of a kept database (a file-level copy, seconds for a 100k graph), for
+    a benchmark that writes (decisions, context graphs) and must not change what the next run
+    measures. Drop it with :func:`drop_database`."""
+    import psycopg
+
+    source = url.rsplit("/", 1)[1].split("?")[0]
+    name = f"kg_bench_scratch_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(asyncpg_url(with_database(url, "postgres")), autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{source}"')  # type: ignore[arg-type]
+    return with_database(url, name)
+
+
+def drop_database(url: str) -> None:
+    import psycopg
+
+    name = url.rsplit("/", 1)[1].split("?")[0]
+    with psycopg.connect(asyncpg_url(with_database(url, "postgres")), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
+
+
 def mark_complete(url: str, name: str) -> None:
     import psycopg
 
