@@ -123,8 +123,9 @@ async def freeze_replay_schema(pool: asyncpg.Pool, schema: str, position: int, u
     return AsOf(schema, p, recorded_at, until)
 
 
-async def load_as_of(pool: asyncpg.Pool, schema: str) -> AsOf:
-    """The kept replay named ``schema``, or a clear error saying how to make one."""
+async def load_as_of(pool: asyncpg.Pool, schema: str, *, to_read: bool = True) -> AsOf:
+    """The kept replay named ``schema``, or a clear error saying how to make one (or, when it
+    is to be read, how to remake one an older kg made)."""
     q = f'"{check_schema_name(schema)}"'
     try:
         row = await pool.fetchrow(
@@ -138,6 +139,19 @@ async def load_as_of(pool: asyncpg.Pool, schema: str) -> AsOf:
             f"`kg audit replay --until POSITION --schema {schema}`; `kg audit replay --list` "
             "shows the kept ones"
         )
+    # A replay kept from before migration 0006 has no full-text function of its own, and
+    # unqualified calls would reach public's, i.e. today's graph instead of the replay's.
+    current = not to_read or await pool.fetchval(
+        "SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+        "WHERE n.nspname = $1 AND p.proname = 'kg_fulltext_matches'",
+        schema,
+    )
+    if not current:
+        raise ConfigurationError(
+            f"{AS_OF_ENV}={schema}: that replay was made by an older kg and cannot be searched "
+            f"correctly. Make it again: `kg audit replay --until {row['until_text']} "
+            f"--schema {schema}` (after `kg audit replay --drop {schema}`)"
+        )
     return AsOf(schema, int(row["position"]), row["recorded_at"], row["until_text"])
 
 
@@ -147,7 +161,7 @@ async def list_replays(pool: asyncpg.Pool) -> list[AsOf]:
         "ORDER BY table_schema",
         INFO_TABLE,
     )
-    return [await load_as_of(pool, r["table_schema"]) for r in rows]
+    return [await load_as_of(pool, r["table_schema"], to_read=False) for r in rows]
 
 
 class ReadOnlyEventStore(EventStore):

@@ -26,6 +26,11 @@ from kg.policies.model import NodeVerdict, Policy
 from kg.projections.graph_reader import EdgeRow, NodeRow
 from kg.search import FALLBACK_WARNING
 
+# Bump whenever the same request on the same log would return a different graph (expansion,
+# scoring, budgets, hashing): a logged graph is only reproducible by the version that built it.
+# 1: first release. 2: per-node fan-out cap per hop; edge budget, reach edges first.
+BUILDER_VERSION = 2
+
 HOP_DECAY = 0.5
 RECENCY_DAYS = 30.0
 # Each frontier node offers at least this many of its strongest edges per hop (more when the

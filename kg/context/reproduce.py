@@ -6,6 +6,7 @@ import uuid
 from dataclasses import dataclass
 
 from kg.audit.replay import create_replay_schema, drop_replay_schema, replay, schema_pool
+from kg.context.builder import BUILDER_VERSION
 from kg.context.request import ContextRequest
 from kg.context.service import build_in_snapshot
 from kg.errors import EmbeddingError, NotFoundError
@@ -21,6 +22,7 @@ class Reproduction:
     reproduced_hash: str
     missing_nodes: tuple[str, ...]
     extra_nodes: tuple[str, ...]
+    builder_version: int = BUILDER_VERSION
 
     @property
     def matches(self) -> bool:
@@ -28,6 +30,11 @@ class Reproduction:
 
     def __str__(self) -> str:
         verdict = "MATCH" if self.matches else "MISMATCH"
+        if self.builder_version != BUILDER_VERSION:
+            verdict += (
+                f" (built by context builder version {self.builder_version}, this kg has "
+                f"version {BUILDER_VERSION}: reproduce it with the kg release that built it)"
+            )
         text = (
             f"{verdict}: context graph {self.context_graph_id} re-derived at position "
             f"{self.as_of_position}: recorded {self.recorded_hash[:16]}…, reproduced "
@@ -80,4 +87,5 @@ async def reproduce_context_graph(rt: Runtime, context_graph_id: str) -> Reprodu
         graph.content_hash,
         tuple(sorted(recorded - reproduced)),
         tuple(sorted(reproduced - recorded)),
+        int(payload.get("builder_version", 1)),
     )

@@ -11,7 +11,7 @@ import asyncpg
 import pydantic
 
 from kg.config import Scope
-from kg.context.builder import ContextBuilder
+from kg.context.builder import BUILDER_VERSION, ContextBuilder
 from kg.context.request import ContextRequest
 from kg.context.result import ContextGraph
 from kg.db.tenancy import tenant_transaction
@@ -67,6 +67,7 @@ async def build_context_graph(
         semantic_anchors=graph.semantic_anchors,
         embedder=graph.embedder,
         token_estimate=graph.token_estimate,
+        builder_version=BUILDER_VERSION,
     )
     meta = metadata or EventMetadata(session_id=request.session_id)
     await rt.store.append(

@@ -28,6 +28,9 @@ class ContextGraphBuilt(DomainEvent):
     semantic_anchors: tuple[tuple[str, float], ...] = ()
     embedder: str | None = None
     token_estimate: int = 0
+    # The builder algorithm that made it (kg.context.builder.BUILDER_VERSION); events logged
+    # before the field existed were built by version 1.
+    builder_version: int = 1
 
 
 class ContextGraphUsed(DomainEvent):

@@ -142,3 +142,18 @@ async def test_kept_replays_are_listed_refused_when_unknown_and_dropped(
         await drop_kept(runtime.system_pool, "pg_toast")
     await drop_kept(runtime.system_pool, "kg_asof_2")
     assert await list_replays(runtime.system_pool) == []
+
+
+async def test_a_replay_kept_by_an_older_kg_is_refused_for_reading_but_listed(
+    runtime: Runtime, history: int
+) -> None:
+    """Before migration 0006 a replay had no full-text function of its own: searching it would
+    have reached public's, the graph of today."""
+    await materialise(runtime.system_pool, runtime.url, "2", HashingEmbedder())
+    await runtime.system_pool.execute(
+        'DROP FUNCTION "kg_asof_2".kg_fulltext_matches(text, tsquery, text[], integer)'
+    )
+    assert [r.schema for r in await list_replays(runtime.system_pool)] == ["kg_asof_2"]
+    with pytest.raises(ConfigurationError, match="made by an older kg"):
+        async with open_as_of(runtime, "kg_asof_2"):
+            pass

@@ -4,6 +4,7 @@ same, even after later events changed the graph."""
 from __future__ import annotations
 
 from kg.config import Scope
+from kg.context.builder import BUILDER_VERSION
 from kg.context.reproduce import reproduce_context_graph
 from kg.context.service import build_context_graph, parse_request
 from kg.events import EdgeAsserted, NodeAsserted, NodeRetired
@@ -63,3 +64,25 @@ async def test_a_forged_hash_in_the_log_is_reported_as_a_mismatch(
     result = await reproduce_context_graph(shop, graph.context_graph_id)
     assert not result.matches
     assert "MISMATCH" in str(result) and result.extra_nodes
+
+
+async def test_a_graph_from_an_older_builder_says_so_instead_of_looking_forged(
+    shop: Runtime, scope: Scope
+) -> None:
+    graph = await build_context_graph(shop, parse_request(anchors=["component:payments"]))
+    logged = await shop.system_pool.fetchval(
+        "SELECT payload->>'builder_version' FROM kg_events WHERE payload->>'context_graph_id' = $1",
+        graph.context_graph_id,
+    )
+    assert logged == str(BUILDER_VERSION)
+    async with shop.system_pool.acquire() as conn, conn.transaction():
+        await conn.execute("SET LOCAL session_replication_role = replica")
+        await conn.execute(
+            "UPDATE kg_events SET payload = (payload - 'builder_version') || "
+            "jsonb_build_object('content_hash', 'from-an-older-algorithm') "
+            "WHERE payload->>'context_graph_id' = $1",
+            graph.context_graph_id,
+        )
+    result = await reproduce_context_graph(shop, graph.context_graph_id)
+    assert not result.matches and result.builder_version == 1
+    assert "built by context builder version 1" in str(result)
