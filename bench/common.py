@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from kg.db import migrate
 from kg.db.urls import asyncpg_url, with_database
@@ -76,7 +77,7 @@ def scratch_copy(url: str) -> str:
     measures. Drop it with :func:`drop_database`."""
     import psycopg
 
-    source = url.rsplit("/", 1)[1].split("?")[0]
+    source = urlsplit(url).path.lstrip("/")
     name = f"kg_bench_scratch_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(asyncpg_url(with_database(url, "postgres")), autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{source}"')  # type: ignore[arg-type]
@@ -86,7 +87,7 @@ def scratch_copy(url: str) -> str:
 def drop_database(url: str) -> None:
     import psycopg
 
-    name = url.rsplit("/", 1)[1].split("?")[0]
+    name = urlsplit(url).path.lstrip("/")
     with psycopg.connect(asyncpg_url(with_database(url, "postgres")), autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
 
