@@ -9,7 +9,6 @@ from pathlib import Path
 import typer
 
 from kg.audit.as_of import AS_OF_ENV, list_replays
-from kg.audit.verify import find_position_gaps, verify_tenant
 from kg.cli.common import console, err_console, fail, run
 from kg.runtime import Runtime, open_runtime
 
@@ -56,6 +55,8 @@ def verify(
             _note_as_of(rt)
             if projections:
                 _live_only(rt, "compare projections (that checks the live ones)")
+            from kg.audit.verify import find_position_gaps, verify_tenant
+
             report = await verify_tenant(rt.app_pool, rt.scope.tenant_id)
             gaps = await find_position_gaps(rt.system_pool)
             (console if report.ok else err_console).print(str(report))

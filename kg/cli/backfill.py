@@ -6,13 +6,18 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from backfill.importer import MAX_CHUNK, BackfillOptions, run_backfill
-from backfill.report import BackfillReport
 from kg.cli.common import console, run
-from kg.runtime import open_runtime
+
+if TYPE_CHECKING:
+    from backfill.report import BackfillReport
+
+MAX_CHUNK = 20_000
+"""``backfill.importer.MAX_CHUNK``, repeated so that ``kg`` does not import the importer to
+build its option list (a test keeps the two equal)."""
 
 
 def _progress(table: str, rows: int) -> None:
@@ -58,6 +63,9 @@ def backfill(
     """Turn legacy rows into the domain events the live system writes, with provenance
     (source: org.db/decisions#42). Idempotent and resumable: a rerun imports only what is
     missing. Every row that cannot be imported is reported with the reason."""
+    from backfill.importer import BackfillOptions, run_backfill
+    from kg.runtime import open_runtime
+
     options = BackfillOptions(
         dry_run=dry_run,
         chunk_size=chunk_size,

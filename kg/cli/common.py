@@ -7,13 +7,12 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import typer
-from rich.console import Console
 
+from kg.cli.consoles import console, err_console
 from kg.errors import KgError
 
 T = TypeVar("T")
-console = Console(highlight=False, soft_wrap=True)
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+__all__ = ["console", "err_console", "fail", "run"]
 
 
 def run(make: Callable[[], Awaitable[T]]) -> T:

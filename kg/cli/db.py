@@ -6,9 +6,6 @@ import typer
 
 from kg.cli.common import console, run
 from kg.config import Settings
-from kg.db import revision
-from kg.db.connect import describe_database, resolve_database_url
-from kg.runtime import open_runtime
 
 db_app = typer.Typer(help="Database schema (Alembic migrations).", no_args_is_help=True)
 
@@ -18,6 +15,7 @@ def _migrate(revision: str, down: bool = False) -> str:
 
     async def go() -> str:
         from kg.db import migrate  # Alembic costs ~0.5 s to import: only where it is used
+        from kg.db.connect import describe_database, resolve_database_url
 
         url = resolve_database_url(settings)
         if down:
@@ -53,12 +51,16 @@ def downgrade(
 
 def init() -> None:
     """Create the project's database (embedded unless KG_DATABASE_URL is set) and migrate it."""
+    from kg.db import revision
+
     where = _migrate("head")
     console.print(f"initialised: {where}, schema at {revision.head_revision()}")
 
 
 def status() -> None:
     """Which database is in use, its schema revision, the event count and the last position."""
+    from kg.db import revision
+    from kg.runtime import open_runtime
 
     async def go() -> None:
         async with open_runtime() as rt:

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import typer
-from rich.tree import Tree
 
 from kg.cli.common import console, run
-from kg.decisions import record_decision
-from kg.events import EventMetadata
-from kg.lineage import Lineage, trace_decision_lineage
-from kg.runtime import open_runtime
+
+if TYPE_CHECKING:
+    from rich.tree import Tree
+
+    from kg.lineage import Lineage
 
 decision_app = typer.Typer(help="Record decisions.", no_args_is_help=True)
 
@@ -30,6 +31,9 @@ def record(
     actor: str = typer.Option("kg cli", help="Who decided."),
 ) -> None:
     """Record a decision and what informed it (DecisionRecorded)."""
+    from kg.decisions import record_decision
+    from kg.events import EventMetadata
+    from kg.runtime import open_runtime
 
     async def go() -> None:
         async with open_runtime() as rt:
@@ -53,6 +57,8 @@ def record(
 
 
 def _tree(lineage: Lineage) -> Tree:
+    from rich.tree import Tree
+
     steps = lineage.steps
     children: dict[str, list[tuple[str, str]]] = {}
     for link in lineage.links:
@@ -85,6 +91,8 @@ def lineage(
     as_json: bool = typer.Option(False, "--json", help="Print the DAG as JSON."),
 ) -> None:
     """What a decision was based on (upstream) and what it informed (downstream)."""
+    from kg.lineage import trace_decision_lineage
+    from kg.runtime import open_runtime
 
     async def go() -> None:
         async with open_runtime() as rt:

@@ -2,23 +2,25 @@
 
 from __future__ import annotations
 
-from kg.audit.verify import verify_tenant
+from typing import TYPE_CHECKING
+
 from kg.cli import db
 from kg.cli.common import console, run
-from kg.cli.inspect_node import build_tree
-from kg.context.reproduce import reproduce_context_graph
-from kg.context.service import build_context_graph, parse_request
-from kg.demo import seed_demo
-from kg.events import EventMetadata
-from kg.graph_queries import get_entity_neighbors
-from kg.ingest.examples import EXAMPLES_SCOPE, examples_root, examples_runtime
-from kg.ingest.service import ingest_paths, lint_project
-from kg.runtime import Runtime, open_runtime
+
+if TYPE_CHECKING:
+    from kg.runtime import Runtime
 
 
 def demo() -> None:
     """Initialise, append the demo knowledge (once: reruns are idempotent), project it, build a
     policy-filtered context graph for an agent, reproduce it from the log, verify, status."""
+    from kg.audit.verify import verify_tenant
+    from kg.context.reproduce import reproduce_context_graph
+    from kg.context.service import build_context_graph, parse_request
+    from kg.demo import seed_demo
+    from kg.events import EventMetadata
+    from kg.runtime import open_runtime
+
     db.init()
 
     async def go() -> None:
@@ -52,6 +54,11 @@ def demo() -> None:
 async def _examples(rt: Runtime) -> None:
     """Ingest the example specs (only what changed since the last demo), lint them (one link
     is broken on purpose) and show one epic's dependency tree."""
+    from kg.cli.inspect_node import build_tree
+    from kg.graph_queries import get_entity_neighbors
+    from kg.ingest.examples import EXAMPLES_SCOPE, examples_root, examples_runtime
+    from kg.ingest.service import ingest_paths, lint_project
+
     root = examples_root()
     if root is None:
         console.print("example project not found next to the kg package: skipped\n")

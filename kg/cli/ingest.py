@@ -14,21 +14,15 @@ from pathlib import Path
 import typer
 
 from kg.cli.common import console, err_console, run
+from kg.cli.sync_command import print_problems
 from kg.ingest.model import ParseProblem
-from kg.ingest.report import IngestReport, SyncReport
+from kg.ingest.report import IngestReport
 
 
 def _absolute(paths: Sequence[Path] | None) -> list[Path] | None:
     if not paths:
         return None
     return [p if p.is_absolute() else Path.cwd() / p for p in paths]
-
-
-def print_problems(problems: Sequence[ParseProblem]) -> None:
-    """``file:line: message`` on stderr (``warning:`` before the message for warnings)."""
-    for p in problems:
-        prefix = "" if p.severity == "error" else "warning: "
-        err_console.print(f"{p.path}:{p.line}: {prefix}{p.message}", markup=False)
 
 
 def print_ingest(report: IngestReport) -> None:
@@ -75,19 +69,12 @@ def sync(
     Only the Markdown files changed since the last synced commit are ingested (found with git
     diff); a full scan the first time, or outside git.
     """
-    from kg.ingest.service import sync_project
-    from kg.runtime import open_runtime
+    from kg.cli.sync_command import main
 
-    async def go() -> SyncReport:
-        async with open_runtime() as rt:
-            return await sync_project(rt, full=full)
-
-    report = run(go)
-    console.print(f"sync: {report.summary()}", markup=False)
-    if report.ingest is not None:
-        print_problems(report.ingest.problems)
-        if report.ingest.failed:
-            raise typer.Exit(1)
+    # The same code as the plain `kg sync`, which kg.cli.main runs without Typer.
+    code = main(full)
+    if code:
+        raise typer.Exit(code)
 
 
 def lint(

@@ -9,7 +9,6 @@ import typer
 from rich.table import Table
 
 from kg.cli.common import console, run
-from kg.runtime import open_runtime
 
 projections_app = typer.Typer(
     help="The read side: status, catch-up, rebuild.", no_args_is_help=True
@@ -21,6 +20,8 @@ def status() -> None:
     """Each projection's checkpoint position and its lag behind the log."""
 
     async def go() -> None:
+        from kg.runtime import open_runtime
+
         async with open_runtime() as rt:
             table = Table("projection", "position", "lag")
             for s in await rt.runner.status():
@@ -37,6 +38,8 @@ def catch_up(
     """Apply every new event to the projections, then exit."""
 
     async def go() -> None:
+        from kg.runtime import open_runtime
+
         async with open_runtime() as rt:
             rt.runner.batch_size = batch_size
             applied = await rt.runner.catch_up()
@@ -52,6 +55,8 @@ def rebuild(
     """Empty projections and replay the whole log into them (embeddings come from the cache)."""
 
     async def go() -> None:
+        from kg.runtime import open_runtime
+
         async with open_runtime() as rt:
             applied = await rt.runner.rebuild(names or None)
             console.print(
@@ -71,6 +76,8 @@ def run_forever() -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
+        from kg.runtime import open_runtime
+
         async with open_runtime() as rt:
             console.print("tailing the log; Ctrl-C to stop")
             await rt.runner.run(stop)

@@ -6,8 +6,6 @@ import typer
 from rich.table import Table
 
 from kg.cli.common import console, err_console, run
-from kg.runtime import open_runtime
-from kg.search import search
 
 
 def query(
@@ -17,6 +15,8 @@ def query(
     limit: int = typer.Option(10, help="Number of results."),
 ) -> None:
     """Find nodes by full text, meaning, or both (reciprocal rank fusion)."""
+    from kg.runtime import open_runtime
+    from kg.search import search
 
     async def go() -> None:
         async with open_runtime() as rt:

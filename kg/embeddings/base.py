@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 DEFAULT_DIMENSIONS = 384
 """All bundled providers produce 384-dimensional vectors (the size of MiniLM-L6)."""
@@ -52,6 +53,8 @@ def content_hash(text: str) -> str:
 
 def l2_normalise(matrix: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """Scale each row of ``matrix`` to unit length; all-zero rows are left as they are."""
+    import numpy as np  # not at module level: only embedding needs it
+
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0.0] = 1.0
     normalised: npt.NDArray[np.float64] = matrix / norms

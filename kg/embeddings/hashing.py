@@ -22,8 +22,6 @@ from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 
-import numpy as np
-
 from kg.errors import ConfigurationError
 
 from .base import DEFAULT_DIMENSIONS, l2_normalise
@@ -79,9 +77,6 @@ class HashingEmbedder:
             )
         self.dimensions: int = dimensions
         self.model_id: str = f"hashing-v1-{dimensions}"
-        # Texts without a single word get this fixed unit vector instead of a zero vector, so
-        # cosine distance to them stays defined (and all such texts are identical to each other).
-        self._empty_vector = np.full(dimensions, 1.0 / math.sqrt(dimensions))
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed ``texts``: one unit-norm vector per text, in input order."""
@@ -89,6 +84,8 @@ class HashingEmbedder:
             raise TypeError("embed() takes a sequence of texts, not a single string")
         if not texts:
             return []
+        import numpy as np  # here, not at module level: a command that embeds nothing skips it
+
         dims = self.dimensions
         # All texts go into one flat bincount: the slot of a feature is row * dims + bucket.
         buckets: list[int] = []
@@ -113,6 +110,8 @@ class HashingEmbedder:
         )
         matrix = flat.astype(np.float64, copy=False).reshape(len(texts), dims)
         empty = ~matrix.any(axis=1)
-        matrix[empty] = self._empty_vector
+        # Texts without a single word get this fixed unit vector instead of a zero vector, so
+        # cosine distance to them stays defined (and all such texts are identical to each other).
+        matrix[empty] = 1.0 / math.sqrt(dims)
         result: list[list[float]] = l2_normalise(matrix).tolist()
         return result

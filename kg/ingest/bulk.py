@@ -1,4 +1,4 @@
-"""Projecting while an ingest appends, and building the HNSW index in bulk for large ones.
+"""Projecting while an ingest appends, and building kg_nodes' indexes in bulk for large ones.
 
 Two things keep a large ingest from waiting on the projections at the end:
 
@@ -6,14 +6,16 @@ Two things keep a large ingest from waiting on the projections at the end:
   appended (the database works on both at once; rows and checkpoints still commit together,
   and the runner's checkpoint locks keep concurrent catch-ups from applying anything twice);
 * inserting a row into pgvector's HNSW index costs about a millisecond, building the index
-  over the whole table afterwards a fraction of that per row. The projection rebuild already
-  does this (``NodesProjection.reset``/``finish_rebuild``); when an ingest brings many new
-  nodes (absolutely, and relative to the table) the index is dropped first and the
-  projection's own ``finish_rebuild`` builds it again at the end.
+  over the whole table afterwards a fraction of that per row (the full-text GIN index is
+  likewise cheaper to build than to maintain). The projection rebuild already does this
+  (``NodesProjection.reset``/``finish_rebuild``); when an ingest brings many new nodes
+  (absolutely, and relative to the table) the indexes are dropped first and built again at
+  the end, by :meth:`ProjectionRunner.catch_up_in_bulk`: as soon as kg_nodes is caught up,
+  while kg_edges is still catching up.
 
-Readers are never wrong meanwhile: a vector search without the index is an exact scan,
-slower but correct. If the process dies half-way, the next catch-up of any runner recreates
-the index (a runner checks for it on its first catch-up).
+Readers are never wrong meanwhile: a search without the indexes is an exact scan, slower but
+correct. If the process dies half-way, the next catch-up of any runner recreates the indexes
+(a runner checks for them on its first catch-up).
 """
 
 from __future__ import annotations
@@ -66,13 +68,18 @@ class Projector:
         self.applied += await self.rt.catch_up()
 
     async def finish(self) -> int:
-        """Catch up to the end of the log (and rebuild the index in bulk mode)."""
+        """Catch up to the end of the log (and rebuild the index in bulk mode: as soon as
+        kg_nodes is done, while the other projections finish their replay)."""
         start = time.perf_counter()
         try:
             if self._task is not None:
                 await self._task
                 self._task = None
-            await self._catch_up()
+            if self.bulk:
+                self.applied += await self.rt.runner.catch_up_in_bulk()
+                self.bulk = False  # the runner has built the index again
+            else:
+                await self._catch_up()
         finally:
             await self._restore_index()
             self.tail_seconds += time.perf_counter() - start

@@ -113,8 +113,11 @@ def sync() -> int:
 
 
 async def _sync() -> str:
+    from kg.embeddings.factory import preload_in_background
     from kg.ingest.service import sync_project
     from kg.runtime import open_runtime
+
+    preload_in_background()  # numpy loads while the database and git are being asked
 
     async with open_runtime() as rt:
         report = await sync_project(rt, actor="kg post-commit hook")

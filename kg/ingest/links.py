@@ -86,7 +86,11 @@ class WikiIndex:
         by_stem: defaultdict[str, list[str]] = defaultdict(list)
         for relpath in relpaths:
             self._paths.add(relpath)
-            stem = posixpath.splitext(posixpath.basename(relpath))[0]
+            # posixpath.splitext(basename) with string methods: a one-file sync indexes every
+            # file of the project, and this is several times faster.
+            name = relpath.rpartition("/")[2]
+            dot = name.rfind(".")
+            stem = name[:dot] if dot > 0 and name[:dot].strip(".") else name
             by_stem[stem.casefold()].append(relpath)
         self._by_stem = {stem: sorted(paths) for stem, paths in by_stem.items()}
 

@@ -23,14 +23,14 @@ def discover_markdown(root: Path) -> list[str]:
     Hidden folders (``.git``, ``.venv``, ...) and :data:`SKIPPED_DIRS` are not entered and
     symlinked folders are not followed, so the walk stays inside the project.
     """
-    base = Path(os.path.abspath(root))
+    base = os.path.abspath(root)
     found: list[str] = []
     for folder, dirs, files in os.walk(base):
         dirs[:] = [d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS]
-        rel_folder = Path(folder).relative_to(base)
-        for name in files:
-            if name.lower().endswith(MARKDOWN_SUFFIXES):
-                found.append((rel_folder / name).as_posix())
+        # Plain string joins, not Path objects: a one-file sync walks the whole project.
+        rel = os.path.relpath(folder, base).replace(os.sep, "/")
+        prefix = "" if rel == "." else rel + "/"
+        found += [prefix + name for name in files if name.lower().endswith(MARKDOWN_SUFFIXES)]
     return sorted(found)
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import asyncpg
+import orjson
 
 from kg.embeddings.base import EmbeddingProvider
 from kg.events.envelope import RecordedEvent
@@ -47,6 +49,16 @@ class Projection(Protocol):
 
 
 T = TypeVar("T")
+
+
+def json_text(value: Any) -> str:
+    """``value`` as JSON text for a ``::jsonb`` cast. orjson is several times faster than the
+    standard library; key order and spacing do not matter, jsonb normalises both. What orjson
+    refuses (integers beyond 64 bits, non-string keys) goes through the standard library."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return json.dumps(value, sort_keys=True)
 
 
 def runs(items: Sequence[T], kind: Callable[[T], str]) -> Iterator[tuple[str, list[T]]]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -10,8 +9,8 @@ import asyncpg
 
 from kg.events.envelope import RecordedEvent
 from kg.events.knowledge import edge_id
-from kg.projections.base import ProjectionContext, runs
-from kg.projections.normalise import graph_events
+from kg.projections.base import ProjectionContext, json_text, runs
+from kg.projections.normalise import MAPPED, graph_events
 
 HANDLES = frozenset({"EdgeAsserted", "EdgeRetracted", "NodeRetired"})
 
@@ -49,6 +48,8 @@ def _columns(keys: Sequence[tuple[Any, ...]]) -> list[list[Any]]:
 
 class EdgesProjection:
     name = "kg_edges"
+    #: what the runner reads for this projection (domain events that amount to edges included)
+    event_types = HANDLES | MAPPED
 
     async def apply(
         self, conn: asyncpg.Connection, events: Sequence[RecordedEvent], ctx: ProjectionContext
@@ -80,7 +81,7 @@ class EdgesProjection:
                     p["edge_type"],
                     p["from_node"],
                     p["to_node"],
-                    json.dumps(p.get("properties", {}), sort_keys=True),
+                    json_text(p.get("properties", {})),
                     float(p.get("weight", 1.0)),
                     first[key].recorded_at,
                     e.recorded_at,

@@ -111,3 +111,23 @@ def test_unknown_name_lists_valid_ones(name: str) -> None:
 def test_bad_dimensions(raw: str) -> None:
     with pytest.raises(ConfigurationError, match="KG_EMBEDDER_DIMENSIONS"):
         provider_from_config("hashing", env={"KG_EMBEDDER_DIMENSIONS": raw})
+
+
+def test_the_factory_names_the_same_model_package_as_the_provider() -> None:
+    from kg.embeddings import sentence
+
+    assert factory.MODEL_PACKAGE == sentence.MODEL_PACKAGE
+
+
+def test_importing_the_package_or_choosing_hashing_loads_neither_httpx_nor_numpy() -> None:
+    # Both cost ~0.1 s of every kg command's start; numpy loads when something is embedded.
+    code = (
+        "import sys; from kg.embeddings import provider_from_config; "
+        "p = provider_from_config(env={'KG_EMBEDDER': 'hashing'}); "
+        "print('httpx' in sys.modules, 'numpy' in sys.modules); "
+        "p.embed(['x']); print('numpy' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ
+    )
+    assert result.stdout.split() == ["False", "False", "True"]

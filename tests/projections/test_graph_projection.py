@@ -203,3 +203,102 @@ async def test_a_long_catch_up_builds_the_vector_index_in_bulk_with_the_same_row
         system_pool, default_projections(), ProjectionContext(embedder)
     ).rebuild()
     assert await table_digest(system_pool, "kg_nodes") == in_bulk
+
+
+async def test_cached_vectors_are_the_embedders_own_row_by_row(
+    store: EventStore, scope: Scope, runner: ProjectionRunner, system_pool: asyncpg.Pool
+) -> None:
+    contents = [f"Section {i} on {word}" for i, word in enumerate(("refunds", "tokens", "queues"))]
+    await store.append(scope, "s", [doc(i, c) for i, c in enumerate(contents)])
+    await runner.catch_up()
+    rows = await system_pool.fetch(
+        "SELECT node_id, embedding::real[] AS v FROM kg_nodes ORDER BY node_id"
+    )
+    expected = HashingEmbedder().embed([f"Document {i}\n\n{c}" for i, c in enumerate(contents)])
+    assert [r["node_id"] for r in rows] == [f"document:d{i}.md" for i in range(3)]
+    for row, vector in zip(rows, expected, strict=True):
+        # Stored as float4: equal to the embedder's float64 vector up to float4 rounding.
+        assert row["v"] == pytest.approx(vector, abs=1e-7)
+        assert len(row["v"]) == 384
+
+
+async def test_a_missing_vector_index_is_rebuilt_by_the_next_runner_and_kept_otherwise(
+    store: EventStore, scope: Scope, system_pool: asyncpg.Pool, embedder: CountingEmbedder
+) -> None:
+    def fresh() -> ProjectionRunner:
+        return ProjectionRunner(system_pool, default_projections(), ProjectionContext(embedder))
+
+    await store.append(scope, "s", [doc(1), doc(2)])
+    await fresh().catch_up()
+    oid = await system_pool.fetchval("SELECT to_regclass('kg_nodes_embedding')::oid")
+    await fresh().catch_up()
+    assert await system_pool.fetchval("SELECT to_regclass('kg_nodes_embedding')::oid") == oid, (
+        "an existing index is left alone"
+    )
+    await system_pool.execute("DROP INDEX kg_nodes_embedding")  # a rebuild killed half-way
+    await fresh().catch_up()
+    assert await system_pool.fetchval("SELECT to_regclass('kg_nodes_embedding') IS NOT NULL")
+
+
+async def test_a_batch_read_ahead_is_not_used_once_another_runner_moved_on(
+    store: EventStore, scope: Scope, system_pool: asyncpg.Pool, embedder: CountingEmbedder
+) -> None:
+    await store.append(scope, "s", [doc(i) for i in range(40)])
+    a = ProjectionRunner(
+        system_pool, default_projections(), ProjectionContext(embedder), batch_size=10
+    )
+    b = ProjectionRunner(
+        system_pool, default_projections(), ProjectionContext(embedder), batch_size=7
+    )
+    await a.status()  # creates the checkpoint rows
+    # Interleave two runners' batches: each one's read-ahead goes stale after the other's batch.
+    applied = 0
+    ahead_a = ahead_b = None
+    for _ in range(10):
+        n, ahead_a = await a._apply_next_batch(a.projections, None, ahead_a)
+        applied += n
+        m, ahead_b = await b._apply_next_batch(b.projections, None, ahead_b)
+        applied += m
+    for ahead in (ahead_a, ahead_b):
+        if ahead is not None:
+            await ahead.discard()
+    assert applied == 40, "every event applied exactly once between the two"
+    rows = await system_pool.fetch("SELECT first_position, last_position FROM kg_nodes")
+    assert sorted(r["first_position"] for r in rows) == list(range(1, 41))
+    assert all(r["first_position"] == r["last_position"] for r in rows)
+
+
+async def test_a_rebuild_restores_every_index_exactly_as_the_migrations_made_it(
+    store: EventStore, scope: Scope, runner: ProjectionRunner, system_pool: asyncpg.Pool
+) -> None:
+    async def definitions() -> list[str]:
+        rows = await system_pool.fetch(
+            "SELECT indexdef FROM pg_indexes WHERE tablename IN ('kg_nodes', 'kg_edges') "
+            "ORDER BY indexname"
+        )
+        return [r["indexdef"] for r in rows]
+
+    migrated = await definitions()
+    assert any("hnsw" in d for d in migrated) and any("gin (tsv)" in d for d in migrated)
+    await store.append(scope, "s", [doc(i) for i in range(30)] + [link(1, 2)])
+    await runner.rebuild()
+    assert await definitions() == migrated
+
+
+async def test_a_large_batch_of_vectors_goes_in_binary_with_the_same_values(
+    store: EventStore, scope: Scope, system_pool: asyncpg.Pool, embedder: CountingEmbedder
+) -> None:
+    count = 70  # one batch above the binary threshold; the small batches above go as text
+    await store.append(scope, "s", [doc(i, f"Text number {i} about tokens") for i in range(count)])
+    runner = ProjectionRunner(system_pool, default_projections(), ProjectionContext(embedder))
+    await runner.catch_up()
+    assert embedder.calls == 1 and embedder.texts == count
+    rows = await system_pool.fetch(
+        "SELECT node_id, embedding::real[] AS v FROM kg_nodes ORDER BY first_position"
+    )
+    expected = HashingEmbedder().embed(
+        [f"Document {i}\n\nText number {i} about tokens" for i in range(count)]
+    )
+    assert len(rows) == count
+    for row, vector in zip(rows, expected, strict=True):
+        assert row["v"] == pytest.approx(vector, abs=1e-7)

@@ -1,0 +1,56 @@
+"""What ``kg`` imports to start: a commit's post-commit sync pays for every module."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from backfill import importer
+from kg.cli import backfill as backfill_cli
+from kg.cli import main, sync_command
+
+
+def test_building_the_cli_imports_no_command_implementations() -> None:
+    heavy = ["numpy", "httpx", "backfill.importer", "kg.context.service", "kg.lineage", "kg.search"]
+    code = f"import sys, kg.cli.app; print([m for m in {heavy!r} if m in sys.modules])"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ
+    )
+    assert result.stdout.strip() == "[]"
+
+
+def test_the_chunk_limit_of_the_option_is_the_importers() -> None:
+    assert backfill_cli.MAX_CHUNK == importer.MAX_CHUNK
+
+
+def test_the_entry_point_loads_neither_typer_nor_the_commands() -> None:
+    code = "import sys, kg.cli.main; print('typer' in sys.modules, 'kg.cli.app' in sys.modules)"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ
+    )
+    assert result.stdout.split() == ["False", "False"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "full"), [(["kg", "sync"], False), (["kg", "sync", "--full"], True)]
+)
+def test_plain_sync_skips_typer(
+    monkeypatch: pytest.MonkeyPatch, argv: list[str], full: bool
+) -> None:
+    calls: list[bool] = []
+    monkeypatch.setattr(sync_command, "main", lambda f: calls.append(f) or 3)
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as exited:
+        main.app()
+    assert calls == [full] and exited.value.code == 3
+
+
+def test_anything_else_goes_to_the_typer_app(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sync_command, "main", lambda f: pytest.fail("fast path taken"))
+    monkeypatch.setattr(sys, "argv", ["kg", "sync", "--help"])
+    with pytest.raises(SystemExit) as exited:
+        main.app()
+    assert exited.value.code == 0
