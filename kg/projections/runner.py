@@ -100,6 +100,7 @@ class ProjectionRunner:
         self.maintain_indexes = maintain_indexes
         self.bulk_threshold = bulk_threshold
         self._indexes_checked = not maintain_indexes
+        self._rows_ensured = False
 
     def _select(self, names: Sequence[str] | None) -> list[Projection]:
         if not names:
@@ -144,7 +145,9 @@ class ProjectionRunner:
     ) -> int:
         """``bulk`` None: decide from the lag (at least ``bulk_threshold`` events behind)."""
         async with self._pool.acquire() as conn:
-            await self._ensure_rows(conn)
+            if not self._rows_ensured:
+                await self._ensure_rows(conn)
+                self._rows_ensured = True
             if not self._indexes_checked:
                 # A rebuild killed between reset and finish leaves a bulk-built index missing.
                 for projection in self.projections:
@@ -157,6 +160,8 @@ class ProjectionRunner:
                     "GROUP BY h.position",
                     [p.name for p in selected],
                 )
+                if lag == 0:  # the common case before every command and tool call
+                    return 0
                 # A long way behind (a backfill, a restore), dropping indexes that are cheaper
                 # to build once than to update row by row pays for itself.
                 bulk = self.maintain_indexes and until is None and (lag or 0) >= self.bulk_threshold
