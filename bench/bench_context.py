@@ -22,7 +22,7 @@ from synthetic import VOCAB, WORDS, append_all, graph_events, node_id
 from kg.config import Scope, Settings
 from kg.context.service import build_context_graph, build_in_snapshot, parse_request
 from kg.db.connect import create_pool
-from kg.embeddings import HashingEmbedder, SentenceTransformerEmbedder
+from kg.embeddings import HashingEmbedder, SentenceTransformerEmbedder, provider_from_config
 from kg.events import EdgeAsserted, EventStore, PolicyDefined
 from kg.events.base import DomainEvent
 from kg.policies.model import PolicyRule
@@ -46,9 +46,15 @@ def policy_events(n: int) -> list[DomainEvent]:
     return events
 
 
-async def build(n: int, edges_per_node: int, reuse: bool) -> tuple[str, list[DomainEvent]]:
+async def build(
+    n: int, edges_per_node: int, reuse: bool, embedder: str = "hashing"
+) -> tuple[str, list[DomainEvent]]:
+    """The synthetic graph with its policies, appended and projected with ``embedder``: in a
+    fresh database, or with ``reuse`` in one kept in bench/out/pg (built once)."""
     events = graph_events(n, edges_per_node) + policy_events(n)
-    name = f"kg_bench_context_{n}_{edges_per_node}"
+    name = f"kg_bench_context_{n}_{edges_per_node}" + (
+        "" if embedder == "hashing" else f"_{embedder}"
+    )
     url, complete = kept_database(name) if reuse else (fresh_database(), False)
     if complete:
         print(f"  {n:,} nodes: reusing database {name}", file=sys.stderr)
@@ -59,7 +65,10 @@ async def build(n: int, edges_per_node: int, reuse: bool) -> tuple[str, list[Dom
     await append_all(EventStore(app), SCOPE, events, batch=5000)
     appended = time.perf_counter() - start
     runner = ProjectionRunner(
-        system, default_projections(), ProjectionContext(HashingEmbedder()), batch_size=5000
+        system,
+        default_projections(),
+        ProjectionContext(provider_from_config(embedder)),
+        batch_size=5000,
     )
     start = time.perf_counter()
     await runner.rebuild()
@@ -67,7 +76,8 @@ async def build(n: int, edges_per_node: int, reuse: bool) -> tuple[str, list[Dom
     await system.execute("VACUUM ANALYZE kg_nodes")
     await system.execute("VACUUM ANALYZE kg_edges")
     print(
-        f"  {n:,} nodes: {len(events):,} events appended in {appended:.0f} s, projected in {projected:.0f} s",
+        f"  {n:,} nodes: {len(events):,} events appended in {appended:.0f} s, "
+        f"projected with {embedder} in {projected:.0f} s",
         file=sys.stderr,
     )
     await app.close()

@@ -1,7 +1,7 @@
 """Round trips through a real MCP client over stdio, and the server's memory.
 
-For each graph size and each embedder, a fresh database is filled with the synthetic graph and
-projected with that embedder (the index is pinned to one model), then ``kg mcp`` is spawned by
+For each graph size and each embedder, a fresh database is filled with the context benchmark's
+synthetic graph (with its policies, ``bench_context.build``) and projected with that embedder (the index is pinned to one model), then ``kg mcp`` is spawned by
 the SDK's stdio client, as an agent's host would, and timed per tool call: client send ->
 server -> PostgreSQL -> server -> client parse. Memory is the server process's resident set
 (psutil): idle after the handshake, after the first semantic call (MiniLM loads lazily, on
@@ -30,26 +30,19 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import psutil
-from bench_context import build as build_context_bench_graph
+from bench_context import build as build_graph
 from common import (
     drop_database,
-    fresh_database,
-    kept_database,
     machine,
-    mark_complete,
     percentile,
     scratch_copy,
 )
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import CallToolResult, Implementation
-from synthetic import VOCAB, WORDS, append_all, graph_events, node_id
+from synthetic import VOCAB, WORDS, node_id
 
 from kg.config import Scope
-from kg.db.connect import create_pool
-from kg.embeddings import provider_from_config
-from kg.events import EventStore
-from kg.projections import ProjectionContext, ProjectionRunner, default_projections
 
 SCOPE = Scope("bench", "p")
 MIB = 1024 * 1024
@@ -65,38 +58,10 @@ class Run:
 
 
 async def prepare(n: int, edges_per_node: int, embedder: str, reuse: bool) -> str:
-    """A database holding the synthetic graph, projected with ``embedder``: fresh, or with
-    ``reuse`` kept in bench/out/pg (the hashing one is the context benchmark's graph)."""
-    if reuse and embedder == "hashing":
-        url, _ = await build_context_bench_graph(n, edges_per_node, reuse=True)
-        return scratch_copy(url)
-    name = f"kg_bench_mcp_{n}_{edges_per_node}_{embedder}"
-    url, complete = kept_database(name) if reuse else (fresh_database(), False)
-    if complete:
-        return scratch_copy(url) if reuse else url
-    app = await create_pool(url, app_role=True)
-    system = await create_pool(url, app_role=False)
-    start = time.perf_counter()
-    await append_all(EventStore(app), SCOPE, graph_events(n, edges_per_node), batch=5000)
-    runner = ProjectionRunner(
-        system,
-        default_projections(),
-        ProjectionContext(provider_from_config(embedder)),
-        batch_size=5000,
-    )
-    await runner.rebuild()
-    await system.execute("VACUUM ANALYZE kg_nodes")
-    await system.execute("VACUUM ANALYZE kg_edges")
-    print(
-        f"  {n:,} nodes projected with {embedder} in {time.perf_counter() - start:.0f} s",
-        file=sys.stderr,
-    )
-    await app.close()
-    await system.close()
-    if reuse:
-        mark_complete(url, name)
-        return scratch_copy(url)
-    return url
+    """The context benchmark's graph projected with ``embedder``: fresh, or with ``reuse`` a
+    scratch copy of the one kept in bench/out/pg (the run records decisions into it)."""
+    url, _ = await build_graph(n, edges_per_node, reuse, embedder)
+    return scratch_copy(url) if reuse else url
 
 
 def server_process(parent: psutil.Process) -> psutil.Process:
@@ -138,8 +103,9 @@ class Probe:
         self.session = session
         self.server = server
         self.samples = [rss(server)]
+        self.latencies: dict[str, list[float]] = {}
+        self.validation: dict[str, list[float]] = {}  # the client's share of each latency
         self.validation_ms = 0.0
-        self.validations: dict[int, list[float]] = {}  # per timing list: validation share
         validate = session.validate_tool_result
 
         async def timed_validation(name: str, result: CallToolResult) -> None:
@@ -149,11 +115,15 @@ class Probe:
 
         session.validate_tool_result = timed_validation  # type: ignore[method-assign]
 
-    async def call(self, tool: str, arguments: dict[str, Any], into: list[float]) -> dict[str, Any]:
+    async def call(
+        self, tool: str, arguments: dict[str, Any], series: str | None = None
+    ) -> dict[str, Any]:
+        """Call ``tool``; the timing goes into ``series`` (none: a warm-up call)."""
         start = time.perf_counter()
         result: CallToolResult = await self.session.call_tool(tool, arguments)
-        into.append((time.perf_counter() - start) * 1000)
-        self.validations.setdefault(id(into), []).append(self.validation_ms)
+        if series is not None:
+            self.latencies.setdefault(series, []).append((time.perf_counter() - start) * 1000)
+            self.validation.setdefault(series, []).append(self.validation_ms)
         self.samples.append(rss(self.server))
         if result.is_error or result.structured_content is None:
             raise RuntimeError(f"{tool} failed: {result.content}")
@@ -185,40 +155,37 @@ async def measure(url: str, n: int, embedder: str, calls: int, errlog: Any) -> R
         await asyncio.sleep(1)
         run.memory["idle"] = rss(server)
         probe = Probe(session, server)
-        warm: list[float] = []
         for i in range(5):  # pools, query plans, and (minilm) the model's first load
-            await probe.call("build_context_graph", {"anchors": [anchors[-1 - i]]}, warm)
-            await probe.call("build_context_graph", {"task": f"warm up {i}"}, warm)
+            await probe.call("build_context_graph", {"anchors": [anchors[-1 - i]]})
+            await probe.call("build_context_graph", {"task": f"warm up {i}"})
         run.memory["after first semantic call"] = rss(server)
 
-        timings = run.latencies
-        anchor_ms = timings.setdefault("build_context_graph (anchor)", [])
+        anchor = "build_context_graph (anchor)"
         graph_ids = [
-            (await probe.call("build_context_graph", {"anchors": [a]}, anchor_ms))[
-                "context_graph_id"
-            ]
+            (await probe.call("build_context_graph", {"anchors": [a]}, anchor))["context_graph_id"]
             for a in anchors
         ]
-        semantic_ms = timings.setdefault("build_context_graph (semantic)", [])
         for task in tasks:
-            await probe.call("build_context_graph", {"task": task}, semantic_ms)
-        decision_ms = timings.setdefault("record_decision", [])
+            await probe.call(
+                "build_context_graph", {"task": task}, "build_context_graph (semantic)"
+            )
         decisions = [
             (
                 await probe.call(
                     "record_decision",
                     {"text": f"decision {i}", "context_graph_ids": [graph_id]},
-                    decision_ms,
+                    "record_decision",
                 )
             )["decision_id"]
             for i, graph_id in enumerate(graph_ids[: max(10, calls // 4)])
         ]
-        lineage_ms = timings.setdefault("trace_decision_lineage (upstream, depth 3)", [])
         for i in range(calls):
             arguments = {"decision_id": decisions[i % len(decisions)], "depth": 3}
-            await probe.call("trace_decision_lineage", arguments, lineage_ms)
+            await probe.call(
+                "trace_decision_lineage", arguments, "trace_decision_lineage (upstream, depth 3)"
+            )
         run.memory["peak"] = peak_rss(server, max(probe.samples))
-        run.validation = {name: probe.validations[id(v)] for name, v in timings.items()}
+        run.latencies, run.validation = probe.latencies, probe.validation
     return run
 
 
