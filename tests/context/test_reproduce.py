@@ -49,18 +49,27 @@ async def test_reproduction_after_later_changes_gives_the_same_hash(
     assert leftover == 0
 
 
+async def rewrite_logged_build(rt: Runtime, context_graph_id: str, new_payload: str) -> None:
+    """Tamper with the logged ContextGraphBuilt (bypassing the append-only trigger), as an
+    attacker with database access would; ``new_payload`` is an SQL expression of ``payload``."""
+    async with rt.system_pool.acquire() as conn, conn.transaction():
+        await conn.execute("SET LOCAL session_replication_role = replica")
+        await conn.execute(
+            f"UPDATE kg_events SET payload = {new_payload} WHERE payload->>'context_graph_id' = $1",
+            context_graph_id,
+        )
+
+
 async def test_a_forged_hash_in_the_log_is_reported_as_a_mismatch(
     shop: Runtime, scope: Scope
 ) -> None:
     graph = await build_context_graph(shop, parse_request(anchors=["component:payments"]))
-    async with shop.system_pool.acquire() as conn, conn.transaction():
-        await conn.execute("SET LOCAL session_replication_role = replica")
-        await conn.execute(
-            "UPDATE kg_events SET payload = payload || jsonb_build_object("
-            "'node_ids', jsonb_build_array('component:payments'), 'content_hash', 'forged') "
-            "WHERE payload->>'context_graph_id' = $1",
-            graph.context_graph_id,
-        )
+    await rewrite_logged_build(
+        shop,
+        graph.context_graph_id,
+        "payload || jsonb_build_object("
+        "'node_ids', jsonb_build_array('component:payments'), 'content_hash', 'forged')",
+    )
     result = await reproduce_context_graph(shop, graph.context_graph_id)
     assert not result.matches
     assert "MISMATCH" in str(result) and result.extra_nodes
@@ -75,14 +84,12 @@ async def test_a_graph_from_an_older_builder_says_so_instead_of_looking_forged(
         graph.context_graph_id,
     )
     assert logged == str(BUILDER_VERSION)
-    async with shop.system_pool.acquire() as conn, conn.transaction():
-        await conn.execute("SET LOCAL session_replication_role = replica")
-        await conn.execute(
-            "UPDATE kg_events SET payload = (payload - 'builder_version') || "
-            "jsonb_build_object('content_hash', 'from-an-older-algorithm') "
-            "WHERE payload->>'context_graph_id' = $1",
-            graph.context_graph_id,
-        )
+    await rewrite_logged_build(
+        shop,
+        graph.context_graph_id,
+        "(payload - 'builder_version') || "
+        "jsonb_build_object('content_hash', 'from-an-older-algorithm')",
+    )
     result = await reproduce_context_graph(shop, graph.context_graph_id)
     assert not result.matches and result.builder_version == 1
     assert "built by context builder version 1" in str(result)
