@@ -63,7 +63,9 @@ def kept_database(name: str) -> tuple[str, bool]:
             (name,),
         ).fetchone()
         if row is not None and row[0] == COMPLETE:
-            return with_database(server, name), True
+            url = with_database(server, name)
+            migrate.upgrade(url)  # a kept graph gains the indexes of migrations added since
+            return url, True
         conn.execute(f'DROP DATABASE IF EXISTS "{name}"')  # type: ignore[arg-type]
         conn.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
     url = with_database(server, name)

@@ -16,16 +16,17 @@ class ContextNodeOut(BaseModel):
     node_type: str
     name: str
     content: str = Field(description="Empty when the node is redacted by policy")
-    properties: dict[str, Any]
-    labels: list[str]
+    properties: dict[str, Any] = Field(default_factory=dict, description="Absent when empty")
+    labels: list[str] = Field(default_factory=list, description="Absent when empty")
     score: float = Field(description="Relevance: 1.0 for an anchor, decaying per hop")
     reason: str = Field(description="Why the node is here: anchor, hop N from X via EDGE, ...")
     hop: int
-    redacted: bool = False
+    redacted: bool = Field(default=False, description="Absent unless true")
 
 
 class ContextEdgeOut(BaseModel):
-    edge_id: str
+    """An edge, named by its type and ends (its id in kg is 'from_node|edge_type|to_node')."""
+
     edge_type: str
     from_node: str
     to_node: str

@@ -22,15 +22,13 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.stdio import stdio_server
 from mcp_types import CallToolResult, InputRequiredResult
-from mcp_types import Tool as MCPTool
 
 from kg.errors import KgError
 from kg.events.base import describe_validation_error
 from kg.runtime import Runtime, open_runtime
-from mcp_server.models import inline_refs
 from mcp_server.state import AppState, KgContext
 from mcp_server.stdio import StdinLines
-from mcp_server.tools import register_tools
+from mcp_server.tools import kg_tools
 
 INSTRUCTIONS = """\
 Project knowledge (specs, ADRs, components, policies, past decisions) as a graph with an audit
@@ -71,15 +69,6 @@ class KgMCPServer(MCPServer[AppState]):
                 reason = describe_validation_error(exc.__cause__, "arguments")
                 raise ToolError(f"Error executing tool {name}: {reason}") from exc.__cause__
             raise
-
-    async def list_tools(self) -> list[MCPTool]:
-        """The tools, with output schemas free of ``$ref`` (see :func:`inline_refs`)."""
-        return [
-            tool.model_copy(update={"output_schema": inline_refs(tool.output_schema)})
-            if tool.output_schema
-            else tool
-            for tool in await super().list_tools()
-        ]
 
     async def run_stdio_lines(self, stdin: StdinLines) -> None:
         """``run_stdio_async``, reading the client's messages from ``stdin`` (see
@@ -140,6 +129,6 @@ def create_server(
         version=_version(),
         lifespan=lifespan,
         log_level=log_level,
+        tools=kg_tools(),
     )
-    register_tools(server)
     return server

@@ -14,7 +14,7 @@ import json
 import uuid
 from typing import Annotated, Any, Literal
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
@@ -32,8 +32,9 @@ from mcp_server.models import (
     NeighborsOut,
     PathOut,
     SearchOut,
+    inline_refs,
 )
-from mcp_server.state import AppState, KgContext, metadata_of, runtime_of
+from mcp_server.state import KgContext, metadata_of, runtime_of
 
 NodeIds = tuple[str, ...]
 SessionId = Annotated[
@@ -317,9 +318,17 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 APPENDS = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 
 
-def register_tools(server: MCPServer[AppState]) -> None:
-    """Register every tool. Building a context graph and recording usage or a decision append
-    events (nothing is ever changed or deleted); the other tools only read."""
+# Tools whose structured result is handed over already shaped (``ContextGraph.to_dict()``, a
+# test checks it against the schema): the SDK would otherwise validate it into the output
+# model once more on every call, ~3 ms for a 128-node graph.
+PRE_SHAPED = frozenset({"build_context_graph"})
+
+
+def kg_tools() -> list[Tool]:
+    """Every tool, as the SDK's ``Tool``. Building a context graph and recording usage or a
+    decision append events (nothing is ever changed or deleted); the other tools only read.
+
+    Output schemas are published with their ``$ref``s inlined (:func:`inline_refs`)."""
     tools: list[tuple[Any, ToolAnnotations]] = [
         (build_context_graph, APPENDS),
         (record_context_usage, APPENDS),
@@ -331,6 +340,15 @@ def register_tools(server: MCPServer[AppState]) -> None:
         (ingest_markdown, APPENDS),
         (lint_graph, READ_ONLY),
     ]
+    built = []
     for fn, hints in tools:
-        description = inspect.cleandoc(fn.__doc__ or "")
-        server.add_tool(fn, description=description, annotations=hints)
+        tool = Tool.from_function(
+            fn, description=inspect.cleandoc(fn.__doc__ or ""), annotations=hints
+        )
+        metadata = tool.fn_metadata
+        if metadata.output_schema is not None:
+            metadata.output_schema = inline_refs(metadata.output_schema)
+        if tool.name in PRE_SHAPED:
+            metadata.output_model = None  # published, not re-validated (see PRE_SHAPED)
+        built.append(tool)
+    return built

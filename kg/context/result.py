@@ -70,27 +70,16 @@ class ContextGraph:
     context_graph_id: str = field(default="")
 
     def to_dict(self) -> dict[str, Any]:
-        """The graph as JSON-ready data. Nodes and edges are built field by field: ``asdict``
-        deep-copies every value and cost more than the build's own Python work at 128 nodes."""
+        """The graph as JSON-ready data, lean: a node's ``properties`` and ``labels`` are left
+        out when empty and ``redacted`` when false, and an edge is named by its type and ends
+        (its id is ``from|type|to``, as in the graph-query tools). MCP clients validate every
+        value of a result against its schema (the Python SDK's at ~7 us each) and a 128-node
+        graph has thousands; these fields were a fifth of them. Built field by field:
+        ``asdict`` deep-copies every value and cost more than the build's own Python work."""
         data = asdict(replace(self, nodes=(), edges=()))
-        data["nodes"] = [
-            {
-                "node_id": n.node_id,
-                "node_type": n.node_type,
-                "name": n.name,
-                "content": n.content,
-                "properties": n.properties,
-                "labels": list(n.labels),
-                "score": n.score,
-                "reason": n.reason,
-                "hop": n.hop,
-                "redacted": n.redacted,
-            }
-            for n in self.nodes
-        ]
+        data["nodes"] = [_node_dict(n) for n in self.nodes]
         data["edges"] = [
             {
-                "edge_id": e.edge_id,
                 "edge_type": e.edge_type,
                 "from_node": e.from_node,
                 "to_node": e.to_node,
@@ -102,3 +91,22 @@ class ContextGraph:
         data["governance"]["policies_applied"] = list(self.governance.policies_applied)
         data["warnings"] = list(self.warnings)
         return data
+
+
+def _node_dict(n: ContextNode) -> dict[str, Any]:
+    node: dict[str, Any] = {
+        "node_id": n.node_id,
+        "node_type": n.node_type,
+        "name": n.name,
+        "content": n.content,
+        "score": n.score,
+        "reason": n.reason,
+        "hop": n.hop,
+    }
+    if n.properties:
+        node["properties"] = n.properties
+    if n.labels:
+        node["labels"] = list(n.labels)
+    if n.redacted:
+        node["redacted"] = True
+    return node

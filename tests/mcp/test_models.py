@@ -58,7 +58,8 @@ def test_context_graph_models_mirror_the_result_dataclasses() -> None:
         (lineage.LineageLink, LineageLinkOut),
     ]
     for source, model in pairs:
-        assert field_names(source) == set(model.model_fields), model.__name__
+        fields = field_names(source) - ({"edge_id"} if source is ContextEdge else set())
+        assert fields == set(model.model_fields), model.__name__
     assert set(lineage.Lineage("decision:x", "upstream", 3).to_dict()) == set(
         LineageOut.model_fields
     )
@@ -102,11 +103,21 @@ async def test_graph_query_results_fit_their_models(shop: Runtime) -> None:
 
 async def test_a_context_graph_as_data_is_exactly_its_published_schema(shop: Runtime) -> None:
     """The tool returns ``to_dict()`` unvalidated, so it must be what the schema describes,
-    and lose nothing ``dataclasses.asdict`` would have kept."""
+    and lose nothing ``dataclasses.asdict`` would have kept: what the lean form leaves out is
+    a default (empty properties and labels, redacted false) or derivable (an edge's id)."""
     graph = await build_context_graph(shop, parse_request(anchors=["component:checkout"]))
     data = graph.to_dict()
-    assert json.loads(json.dumps(data)) == json.loads(json.dumps(dataclasses.asdict(graph)))
-    assert ContextGraphOut.model_validate(data).model_dump(mode="json") == data
+    full = json.loads(json.dumps(data))
+    for node in full["nodes"]:
+        node.setdefault("properties", {})
+        node.setdefault("labels", [])
+        node.setdefault("redacted", False)
+    for edge in full["edges"]:
+        edge["edge_id"] = f"{edge['from_node']}|{edge['edge_type']}|{edge['to_node']}"
+    assert full == json.loads(json.dumps(dataclasses.asdict(graph)))
+    lean = ContextGraphOut.model_validate(data).model_dump(mode="json", exclude_defaults=True)
+    assert lean["nodes"] == data["nodes"] and lean["edges"] == data["edges"]
+    assert any("labels" in n for n in data["nodes"]) and any("redacted" in n for n in data["nodes"])
     listed = {t.name: t.output_schema for t in await create_server().list_tools()}
     jsonschema.validate(data, listed["build_context_graph"])
     assert all("$ref" not in json.dumps(schema) for schema in listed.values())
