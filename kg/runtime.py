@@ -10,6 +10,7 @@ as it was at the replay's position instead, read-only: see :mod:`kg.audit.as_of`
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -130,6 +131,18 @@ async def open_runtime(
         try:
             yield Runtime(settings, url, app_pool, system_pool, embedder, as_of=as_of)
         finally:
-            await app_pool.close()
+            await close_pool(app_pool)
     finally:
-        await system_pool.close()
+        await close_pool(system_pool)
+
+
+async def close_pool(pool: asyncpg.Pool, grace: float = 10.0) -> None:
+    """Close ``pool``, waiting at most ``grace`` seconds for its connections to come back.
+
+    ``Pool.close`` waits for every connection to be released; one held by a task that never
+    finishes would keep a stopping process (the MCP server on SIGTERM) alive forever.
+    Cancelled by the timeout, asyncpg terminates the pool instead."""
+    try:
+        await asyncio.wait_for(pool.close(), timeout=grace)
+    except TimeoutError:
+        pool.terminate()

@@ -22,6 +22,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_types import CallToolResult, Implementation, TextContent
 
 CLIENT = Implementation(name="pytest-agent", version="1.0")
+# Every request gets an answer within this or fails the test (a lost reply must not hang CI).
+READ_TIMEOUT = 120.0
 TOOLS = {
     "build_context_graph",
     "record_context_usage",
@@ -57,7 +59,9 @@ async def stdio_session(env: dict[str, str], cwd: Path) -> AsyncIterator[ClientS
     with tempfile.TemporaryFile("w+") as errlog:
         async with (
             stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write, client_info=CLIENT) as session,
+            ClientSession(
+                read, write, client_info=CLIENT, read_timeout_seconds=READ_TIMEOUT
+            ) as session,
         ):
             await session.initialize()
             yield session
@@ -69,7 +73,9 @@ async def http_session(url: str, token: str | None = None) -> AsyncIterator[Clie
     async with (
         create_mcp_http_client(headers=headers) as http,
         streamable_http_client(url, http_client=http) as (read, write),
-        ClientSession(read, write, client_info=CLIENT) as session,
+        ClientSession(
+            read, write, client_info=CLIENT, read_timeout_seconds=READ_TIMEOUT
+        ) as session,
     ):
         await session.initialize()
         yield session
