@@ -92,6 +92,14 @@ async def build_context_graph(
     token_budget: Annotated[
         int | None, Field(ge=1, le=1_000_000, description="Token budget for the rendering")
     ] = None,
+    max_content_chars: Annotated[
+        int,
+        Field(
+            ge=0,
+            le=100_000,
+            description="Characters of each node's content in the result; longer is cut",
+        ),
+    ] = 4000,
     node_types: Annotated[NodeIds, Field(description="Only expand to these node types")] = (),
     edge_types: Annotated[NodeIds, Field(description="Only follow these edge types")] = (),
     policies: Annotated[
@@ -114,6 +122,7 @@ async def build_context_graph(
     request = service.parse_request(
         anchors=anchors, task=task, mode=mode or ("anchor" if anchors else "semantic"),
         max_nodes=max_nodes, max_depth=max_depth, max_edges=max_edges, token_budget=token_budget,
+        max_content_chars=max_content_chars,
         node_types=node_types, edge_types=edge_types, policies=policies, semantic_k=semantic_k,
         session_id=session_id, task_id=task_id,
     )  # fmt: skip

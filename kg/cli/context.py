@@ -23,6 +23,9 @@ def build(
     max_nodes: int = typer.Option(128, help="Node budget."),
     max_depth: int = typer.Option(2, help="Hops from the anchors."),
     max_edges: int = typer.Option(None, help="Edge budget (default: 2 x max nodes)."),
+    max_content_chars: int = typer.Option(
+        4000, help="Characters of each node's content kept; longer content is cut."
+    ),
     token_budget: int = typer.Option(None, help="Token budget for the rendering."),
     node_type: list[str] = typer.Option(None, "--type", help="Only expand to these node types."),
     edge_type: list[str] = typer.Option(None, "--edge", help="Only follow these edge types."),
@@ -42,6 +45,7 @@ def build(
         max_nodes=max_nodes,
         max_depth=max_depth,
         max_edges=max_edges,
+        max_content_chars=max_content_chars,
         token_budget=token_budget,
         node_types=node_type or None,
         edge_types=edge_type or None,

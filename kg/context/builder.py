@@ -29,7 +29,8 @@ from kg.search import FALLBACK_WARNING
 # Bump whenever the same request on the same log would return a different graph (expansion,
 # scoring, budgets, hashing): a logged graph is only reproducible by the version that built it.
 # 1: first release. 2: per-node fan-out cap per hop; edge budget, reach edges first.
-BUILDER_VERSION = 2
+# 3: node content cut to max_content_chars.
+BUILDER_VERSION = 3
 
 HOP_DECAY = 0.5
 RECENCY_DAYS = 30.0
@@ -256,14 +257,23 @@ class ContextBuilder:
         truncated = len(ranked) > req.max_nodes
         chosen: list[ContextNode] = []
         tokens = 0
+        cut = 0
         for item in ranked[: req.max_nodes]:
-            node = _context_node(item)
+            node = _context_node(item, req.max_content_chars)
             cost = estimate_tokens(node_line(node)) + 1
             if req.token_budget is not None and chosen and tokens + cost > req.token_budget:
                 truncated = True
                 break
             chosen.append(node)
             tokens += cost
+            if not node.redacted and len(item.row.content) > req.max_content_chars:
+                cut += 1
+        if cut:
+            warnings.append(
+                f"{cut} node(s) had content longer than max_content_chars="
+                f"{req.max_content_chars} and were cut there (ending in '…'); raise "
+                "max_content_chars (up to 100000) to see more of them"
+            )
         edges, edges_truncated = await self._edges(req, ranked[: len(chosen)], tokens)
         truncated = truncated or edges_truncated
         granted: dict[str, tuple[tuple[str, ...], list[str]]] = {}
@@ -339,7 +349,16 @@ def edge_budget(req: ContextRequest) -> int:
     return req.max_edges if req.max_edges is not None else 2 * req.max_nodes
 
 
-def _context_node(item: _Reached) -> ContextNode:
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[: limit - 1] + "…" if limit > 0 else ""
+
+
+def _context_node(item: _Reached, max_chars: int) -> ContextNode:
+    """The node as shown: redacted by its verdict, its content cut to ``max_chars`` (a 2 MB
+    Markdown section would otherwise ride along in full: the budgets count nodes and the
+    rendering's snippets, not the structured content)."""
     row = item.row
     if item.verdict.redacted:
         return ContextNode(
@@ -358,7 +377,7 @@ def _context_node(item: _Reached) -> ContextNode:
         row.node_id,
         row.node_type,
         row.name,
-        row.content,
+        _cut(row.content, max_chars),
         row.properties,
         row.labels,
         round(item.score, 6),

@@ -21,6 +21,12 @@ class ContextRequest(BaseModel):
         default=None, ge=0, le=10_000, description="Edge budget (default: 2 x max_nodes)"
     )
     token_budget: int | None = Field(default=None, ge=1, le=1_000_000)
+    max_content_chars: int = Field(
+        default=4000,
+        ge=0,
+        le=100_000,
+        description="Characters of each node's content in the result; longer content is cut",
+    )
     node_types: tuple[str, ...] = Field(default=(), description="Only expand to these types")
     edge_types: tuple[str, ...] = Field(default=(), description="Only follow these edge types")
     policies: tuple[str, ...] = Field(

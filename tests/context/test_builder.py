@@ -275,3 +275,30 @@ async def test_builds_and_usage_are_logged_and_projected(shop: Runtime, scope: S
     assert "vault" not in str(err.value)
     with pytest.raises(NotFoundError):
         await record_context_usage(shop, "cg_missing", "call-4")
+
+
+async def test_long_content_is_cut_to_max_content_chars_with_a_warning(shop: Runtime) -> None:
+    """A node's content is bounded in the result whatever its size in the graph (a Markdown
+    section may be megabytes); the cut is visible, and the caller can ask for more."""
+    spec = "Checkout spec. " + "x" * 10_000
+    await shop.store.append(
+        shop.scope,
+        "fixture:long",
+        [NodeAsserted(node_id="component:checkout", node_type="Component", name="C", content=spec)],
+    )
+    await shop.catch_up()
+
+    graph = await build_context_graph(shop, parse_request(anchors=["component:checkout"]))
+    checkout = next(n for n in graph.nodes if n.node_id == "component:checkout")
+    assert len(checkout.content) == 4000 and checkout.content.endswith("…")
+    assert checkout.content.startswith("Checkout spec. ")
+    assert any("max_content_chars=4000" in w for w in graph.warnings)
+    assert all(len(n.content) <= 4000 for n in graph.nodes)
+
+    more = await build_context_graph(
+        shop, parse_request(anchors=["component:checkout"], max_content_chars=20_000)
+    )
+    assert next(n for n in more.nodes if n.node_id == "component:checkout").content == spec
+    assert not more.warnings
+    with pytest.raises(ValidationError, match="max_content_chars"):
+        parse_request(anchors=["component:checkout"], max_content_chars=100_001)
