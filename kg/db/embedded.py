@@ -79,6 +79,40 @@ def server_settings(total_ram: int | None = None) -> dict[str, str]:
     }
 
 
+def altered_settings(pgdata: Path) -> dict[str, str] | None:
+    """What ``ALTER SYSTEM`` has set: ``postgresql.auto.conf``, which the server writes and
+    reads, parsed here (what ``pg_file_settings`` reports for that file) instead of asking
+    ``psql``, which costs every ``kg`` command a process start. None when unreadable."""
+    try:
+        text = (pgdata / "postgresql.auto.conf").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    found: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        name, _, value = line.partition("=")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] == "'":
+            value = value[1:-1].replace("''", "'")
+        found[name.strip()] = value
+    return found
+
+
+def _altered_settings_psql(server: Any, names: list[str]) -> dict[str, str]:
+    quoted = ", ".join(f"'{name}'" for name in names)
+    return dict(
+        line.split("|", 1)
+        for line in server.psql(
+            "\\pset format unaligned\n\\pset tuples_only on\n"
+            f"SELECT name, setting FROM pg_file_settings "
+            f"WHERE name IN ({quoted}) AND sourcefile LIKE '%postgresql.auto.conf';"
+        ).splitlines()
+        if "|" in line
+    )
+
+
 def tune_server(server: Any) -> None:
     """Apply :func:`server_settings` with ``ALTER SYSTEM``.
 
@@ -87,16 +121,9 @@ def tune_server(server: Any) -> None:
     the next start, which happens when the last ``kg`` process using the server has exited.
     """
     wanted = server_settings()
-    names = ", ".join(f"'{name}'" for name in wanted)
-    current = dict(
-        line.split("|", 1)
-        for line in server.psql(
-            "\\pset format unaligned\n\\pset tuples_only on\n"
-            f"SELECT name, setting FROM pg_file_settings "
-            f"WHERE name IN ({names}) AND sourcefile LIKE '%postgresql.auto.conf';"
-        ).splitlines()
-        if "|" in line
-    )
+    current = altered_settings(Path(server.pgdata))
+    if current is None:
+        current = _altered_settings_psql(server, list(wanted))
     changes = {k: v for k, v in wanted.items() if current.get(k) != v}
     if not changes:
         return
@@ -115,8 +142,56 @@ def _restart(server: Any) -> None:
     server._postmaster_info = PostmasterInfo.read_from_pgdata(server.pgdata)
 
 
+_KNOWN_DATABASES = "kg-databases"
+"""A file in the data folder: ``name oid`` of each database this module made sure of."""
+
+
+def _known_oid(pgdata: Path, database: str) -> str | None:
+    try:
+        lines = (pgdata / _KNOWN_DATABASES).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    for line in lines:
+        name, _, oid = line.rpartition(" ")
+        if name == database and oid.isdigit():
+            return oid
+    return None
+
+
 def ensure_database(server: Any, database: str) -> None:
-    exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{database}';")
-    if "(1 row)" not in exists:
+    """Create ``database`` unless it exists.
+
+    Asking ``psql`` costs every ``kg`` command ~10 ms, so the database's oid is noted in the
+    data folder once it is known to exist; the database's own folder (``base/<oid>``) being
+    there is then the check. A dropped database loses that folder and is asked about again.
+    """
+    pgdata = Path(server.pgdata)
+    oid = _known_oid(pgdata, database)
+    if oid is not None and (pgdata / "base" / oid).is_dir():
+        return
+    query = f"SELECT oid FROM pg_database WHERE datname = '{database}';"
+    found = _oid_of(server.psql(query))
+    if found is None:
         _log.info("creating database %s", database)
         server.psql(f'CREATE DATABASE "{database}";')
+        found = _oid_of(server.psql(query))
+    if found is not None:
+        _note_oid(pgdata, database, found)
+
+
+def _oid_of(psql_output: str) -> str | None:
+    """The oid in ``psql``'s aligned output of a one-column query (a line of digits)."""
+    values = [line.strip() for line in psql_output.splitlines() if line.strip().isdigit()]
+    return values[0] if len(values) == 1 else None
+
+
+def _note_oid(pgdata: Path, database: str, oid: str) -> None:
+    path = pgdata / _KNOWN_DATABASES
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+        kept = [line for line in lines if line.rpartition(" ")[0] != database]
+        tmp = path.with_name(f"{_KNOWN_DATABASES}.{os.getpid()}")
+        tmp.write_text("".join(f"{line}\n" for line in [*kept, f"{database} {oid}"]))
+        tmp.replace(path)
+    except OSError as exc:  # only a shortcut is lost
+        _log.debug("could not note database %s: %s", database, exc)

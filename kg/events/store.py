@@ -15,7 +15,6 @@ import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 import asyncpg
 
@@ -29,7 +28,12 @@ from kg.errors import (
 )
 from kg.events.base import DomainEvent
 from kg.events.envelope import AppendResult, EventMetadata, PendingEvent, RecordedEvent
-from kg.events.hashing import GENESIS_HASH, canonical_event, canonical_json, chain_hash
+from kg.events.hashing import (
+    GENESIS_HASH,
+    EventCanonicaliser,
+    canonical_plain_json,
+    chain_hash,
+)
 
 NOTIFY_CHANNEL = "kg_events"
 MAX_BATCH = 50_000
@@ -124,7 +128,7 @@ def _payload_json(event: DomainEvent) -> str:
         )
     payload = event.to_payload()
     try:
-        text = canonical_json(payload)
+        text = canonical_plain_json(payload)
     except ValueError as exc:
         raise ValidationError(f"{event.event_type} payload is not valid JSON: {exc}") from None
     if "\\u0000" in text:
@@ -213,7 +217,7 @@ class EventStore:
             )
             meta_text = meta_texts.get(id(meta))
             if meta_text is None:
-                meta_text = meta_texts[id(meta)] = canonical_json(meta.to_json())
+                meta_text = meta_texts[id(meta)] = canonical_plain_json(meta.to_json())
             prepared.append((item.stream_id, event, _payload_json(event), meta_text))
         try:
             async with self._pool.acquire() as conn, conn.transaction():
@@ -361,49 +365,50 @@ async def _append_locked(
         if wanted is not None and wanted != start.get(stream_id, 0):
             raise ConcurrencyConflictError(stream_id, wanted, start.get(stream_id, 0))
     recorded_at = datetime.now(UTC)
+    canonicalise = EventCanonicaliser(
+        tenant_id=scope.tenant_id,
+        project_id=scope.project_id,
+        recorded_at=recorded_at,
+        idempotency_key=idempotency_key,
+    )
     versions = {s: start.get(s, 0) for s in streams}
     positions: dict[str, list[int]] = {s: [] for s in streams}
     ids: dict[str, list[str]] = {s: [] for s in streams}
     prev = prev_hash or GENESIS_HASH
-    cols: dict[str, list[Any]] = {
-        k: [] for k in ("p", "e", "sid", "v", "t", "s", "pl", "md", "ph", "h")
-    }
-    position = head
-    for stream_id, event, payload_text, meta_text in prepared:
-        position += 1
-        versions[stream_id] += 1
-        event_id = str(uuid.uuid4())
-        digest = chain_hash(
-            prev,
-            canonical_event(
-                position=position,
-                event_id=event_id,
-                tenant_id=scope.tenant_id,
-                project_id=scope.project_id,
-                stream_id=stream_id,
-                stream_version=versions[stream_id],
-                event_type=event.event_type,
-                schema_version=event.schema_version,
-                payload_json=payload_text,
-                metadata_json=meta_text,
-                recorded_at=recorded_at,
-                idempotency_key=idempotency_key,
-            ),
+    count = len(prepared)
+    all_positions = list(range(head + 1, head + count + 1))
+    event_ids = [str(uuid.uuid4()) for _ in range(count)]
+    stream_versions: list[int] = []
+    prev_hashes: list[str] = []
+    hashes: list[str] = []
+    for position, event_id, (stream_id, event, payload_text, meta_text) in zip(
+        all_positions, event_ids, prepared, strict=True
+    ):
+        version = versions[stream_id] = versions[stream_id] + 1
+        canonical = canonicalise(
+            position=position,
+            event_id=event_id,
+            stream_id=stream_id,
+            stream_version=version,
+            event_type=event.event_type,
+            schema_version=event.schema_version,
+            payload_json=payload_text,
+            metadata_json=meta_text,
         )
-        row = (
-            position, event_id, stream_id, versions[stream_id], event.event_type,
-            event.schema_version, payload_text, meta_text, prev, digest,
-        )  # fmt: skip
-        for key, value in zip(cols, row, strict=True):
-            cols[key].append(value)
+        digest = chain_hash(prev, canonical)
+        stream_versions.append(version)
+        prev_hashes.append(prev)
+        hashes.append(digest)
         positions[stream_id].append(position)
         ids[stream_id].append(event_id)
         prev = digest
+    position = head + count
     await conn.fetchrow(
         _INSERT_BATCH,
-        cols["p"], cols["e"], scope.tenant_id, scope.project_id, recorded_at, cols["sid"],
-        cols["v"], cols["t"], cols["s"], cols["pl"], cols["md"], cols["ph"], cols["h"],
-        position, prev, idempotency_key,
+        all_positions, event_ids, scope.tenant_id, scope.project_id, recorded_at,
+        [p[0] for p in prepared], stream_versions, [p[1].event_type for p in prepared],
+        [p[1].schema_version for p in prepared], [p[2] for p in prepared],
+        [p[3] for p in prepared], prev_hashes, hashes, position, prev, idempotency_key,
     )  # fmt: skip
     return [
         AppendResult(

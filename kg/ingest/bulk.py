@@ -2,7 +2,7 @@
 
 Two things keep a large ingest from waiting on the projections at the end:
 
-* the projections catch up in a background task while later chunks are still parsed and
+* the projections catch up in the background while later chunks are still parsed and
   appended (the database works on both at once; rows and checkpoints still commit together,
   and the runner's checkpoint locks keep concurrent catch-ups from applying anything twice);
 * inserting a row into pgvector's HNSW index costs about a millisecond, building the index
@@ -10,8 +10,13 @@ Two things keep a large ingest from waiting on the projections at the end:
   likewise cheaper to build than to maintain). The projection rebuild already does this
   (``NodesProjection.reset``/``finish_rebuild``); when an ingest brings many new nodes
   (absolutely, and relative to the table) the indexes are dropped first and built again at
-  the end, by :meth:`ProjectionRunner.catch_up_in_bulk`: as soon as kg_nodes is caught up,
-  while kg_edges is still catching up.
+  the end, by :meth:`ProjectionRunner.catch_up_in_bulk`.
+
+In bulk mode the background catch-up runs in two lanes, kg_nodes and the others (kg_edges),
+each moving its own checkpoints. kg_nodes then keeps pace with the appends instead of waiting
+for kg_edges' share of every batch, so the index build, which must wait for the last node,
+starts as soon as the last append is projected, and runs alone (10,000 files: the whole
+catch-up in one lane ended 10-25 s after the appends, and the build then took 35-50 s).
 
 Readers are never wrong meanwhile: a search without the indexes is an exact scan, slower but
 correct. If the process dies half-way, the next catch-up of any runner recreates the indexes
@@ -31,6 +36,10 @@ BULK_MIN_NODES = 10_000
 BULK_MIN_SHARE = 0.3  # of the rows already in kg_nodes
 
 
+Lane = tuple[str, ...] | None
+"""The projections one background catch-up covers, by name; None: all of them."""
+
+
 class Projector:
     """The projections of one ingest run."""
 
@@ -39,14 +48,25 @@ class Projector:
         self.applied = 0
         self.tail_seconds = 0.0  # waiting for the projections after the last append
         self.bulk = False
-        self._task: asyncio.Task[None] | None = None
+        self._tasks: dict[Lane, asyncio.Task[None]] = {}
         self._nodes = next(
             (p for p in rt.runner.projections if isinstance(p, NodesProjection)), None
         )
+        nodes = self._nodes.name if self._nodes is not None else ""
+        self._nodes_lane: Lane = (nodes,)
+        self._other_lane: Lane = tuple(p.name for p in rt.runner.projections if p.name != nodes)
+        # Both lanes cover the same log positions: the events applied are counted in one.
+        self._counted = self._other_lane or self._nodes_lane
+
+    def _lanes(self) -> list[Lane]:
+        if not self.bulk:
+            return [None]
+        return [self._nodes_lane, self._other_lane] if self._other_lane else [self._nodes_lane]
 
     async def plan(self, expected_nodes: int) -> None:
-        """Drop the HNSW index when about ``expected_nodes`` new nodes make a bulk build pay."""
-        if self._nodes is None or self.bulk or expected_nodes < BULK_MIN_NODES:
+        """Drop the HNSW index when about ``expected_nodes`` new nodes make a bulk build pay.
+        Call it before the first :meth:`kick`."""
+        if self._nodes is None or self.bulk or self._tasks or expected_nodes < BULK_MIN_NODES:
             return
         async with self.rt.system_pool.acquire() as conn:
             existing = await conn.fetchval(
@@ -57,41 +77,67 @@ class Projector:
                 self.bulk = True
 
     def kick(self) -> None:
-        """Start a background catch-up unless one is running (re-raising a failed one's error)."""
-        if self._task is not None and self._task.done():
-            self._task.result()
-            self._task = None
-        if self._task is None:
-            self._task = asyncio.create_task(self._catch_up())
+        """Start a background catch-up in each lane where none is running (re-raising a failed
+        one's error)."""
+        for lane in self._lanes():
+            task = self._tasks.get(lane)
+            if task is not None and task.done():
+                del self._tasks[lane]
+                task.result()
+            if lane not in self._tasks:
+                self._tasks[lane] = asyncio.create_task(self._catch_up(lane))
 
-    async def _catch_up(self) -> None:
-        self.applied += await self.rt.catch_up()
+    async def _catch_up(self, lane: Lane) -> None:
+        if lane is None:
+            self.applied += await self.rt.catch_up()
+            return
+        applied = await self.rt.runner.catch_up(list(lane))
+        if lane == self._counted:
+            self.applied += applied
+
+    async def _drain(self, lane: Lane) -> None:
+        task = self._tasks.pop(lane, None)
+        if task is not None:
+            await task
 
     async def finish(self) -> int:
-        """Catch up to the end of the log (and rebuild the index in bulk mode: as soon as
-        kg_nodes is done, while the other projections finish their replay)."""
+        """Catch up to the end of the log; in bulk mode kg_nodes finishes its lane and builds
+        its indexes while the other lane finishes."""
         start = time.perf_counter()
         try:
-            if self._task is not None:
-                await self._task
-                self._task = None
             if self.bulk:
-                self.applied += await self.rt.runner.catch_up_in_bulk()
-                self.bulk = False  # the runner has built the index again
+                async with asyncio.TaskGroup() as group:
+                    group.create_task(self._finish_nodes())
+                    if self._other_lane:
+                        group.create_task(self._finish_lane(self._other_lane))
+                self.bulk = False  # the runner has built the indexes again
             else:
-                await self._catch_up()
+                await self._finish_lane(None)
         finally:
             await self._restore_index()
             self.tail_seconds += time.perf_counter() - start
         return self.applied
 
+    async def _finish_nodes(self) -> None:
+        """The rest of kg_nodes' replay, then its indexes (counted if it is the only lane)."""
+        await self._drain(self._nodes_lane)
+        assert self._nodes_lane is not None
+        applied = await self.rt.runner.catch_up_in_bulk(list(self._nodes_lane))
+        if self._counted == self._nodes_lane:
+            self.applied += applied
+
+    async def _finish_lane(self, lane: Lane) -> None:
+        await self._drain(lane)
+        await self._catch_up(lane)
+
     async def abort(self) -> None:
-        """After a failure: stop the background catch-up and put the index back."""
-        if self._task is not None:
-            self._task.cancel()
+        """After a failure: stop the background catch-ups and put the index back."""
+        for task in self._tasks.values():
+            task.cancel()
+        for task in self._tasks.values():
             with contextlib.suppress(BaseException):
-                await self._task
-            self._task = None
+                await task
+        self._tasks.clear()
         await self._restore_index()
 
     async def _restore_index(self) -> None:

@@ -84,6 +84,7 @@ class WikiIndex:
     def __init__(self, relpaths: Iterable[str]) -> None:
         self._paths: set[str] = set()
         by_stem: defaultdict[str, list[str]] = defaultdict(list)
+        previous, ordered = "", True
         for relpath in relpaths:
             self._paths.add(relpath)
             # posixpath.splitext(basename) with string methods: a one-file sync indexes every
@@ -92,7 +93,13 @@ class WikiIndex:
             dot = name.rfind(".")
             stem = name[:dot] if dot > 0 and name[:dot].strip(".") else name
             by_stem[stem.casefold()].append(relpath)
-        self._by_stem = {stem: sorted(paths) for stem, paths in by_stem.items()}
+            ordered = ordered and previous <= relpath
+            previous = relpath
+        # A sorted input (discover_markdown's) fills every list in order: sorting 10,000 of
+        # them again cost a one-file sync ~0.03 s.
+        self._by_stem = (
+            dict(by_stem) if ordered else {stem: sorted(paths) for stem, paths in by_stem.items()}
+        )
 
     def __contains__(self, relpath: object) -> bool:
         return relpath in self._paths

@@ -46,6 +46,7 @@ from kg.ingest.provenance import Provenance
 from kg.ingest.report import IngestReport
 from kg.ingest.schema_map import SchemaMap
 from kg.ingest.targets import Targets
+from kg.ingest.tenure import Tenure
 from kg.runtime import Runtime
 
 CHUNK_FILES = 256
@@ -101,6 +102,7 @@ class Pipeline:
         self.dropped: dict[str, str] = {}  # requirement id -> the file that dropped it
         self.provenance = Provenance(None, set())
         self.projector = bulk.Projector(rt)
+        self.tenure = Tenure()
         self._embedded_before = 0
         self._settled: set[str] = set()  # files whose outcome is recorded (see _apply)
 
@@ -111,6 +113,7 @@ class Pipeline:
         await self.rt.catch_up()  # compare against a projection that has the whole log
         self._embedded_before = self.rt.runner.ctx.embedded
         changed, removed = await self._select(texts)
+        self.tenure.start(len(changed) >= POOL_MIN_FILES)
         try:
             if changed or removed:
                 self.provenance = await asyncio.to_thread(
@@ -124,6 +127,8 @@ class Pipeline:
         except BaseException:
             await self.projector.abort()
             raise
+        finally:
+            self.tenure.release()
         return self.report
 
     # -- 1. what changed ------------------------------------------------------------------
@@ -187,6 +192,7 @@ class Pipeline:
                     per_file = sum(len(d.nodes) for d in docs) / max(1, len(docs))
                     await self.projector.plan(int(per_file * len(changed)))
                 await self._apply([(d.path, d) for d in docs])
+                self.tenure.settle()
             for i in range(0, len(removed), CHUNK_FILES):
                 await self._apply([(rel, None) for rel in removed[i : i + CHUNK_FILES]])
         finally:

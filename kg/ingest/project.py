@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor
 from pathlib import Path
 
 from kg.ingest.files import DEFAULT_MAX_BYTES, project_relpath
@@ -56,6 +56,8 @@ def parse_project(
     if workers <= 1 or len(targets) < 2 * workers:
         _init_worker(root, schema, index, max_bytes)
         return [_parse_one(path) for path in targets]
+    from concurrent.futures import ProcessPoolExecutor  # multiprocessing: only for big batches
+
     chunk = max(1, min(64, len(targets) // (workers * 4)))
     with ProcessPoolExecutor(
         workers, initializer=_init_worker, initargs=(root, schema, index, max_bytes)
@@ -85,6 +87,8 @@ def parse_texts(
 
 def parsing_pool(root: Path, schema: SchemaMap, index: WikiIndex, workers: int) -> Executor:
     """A process pool whose workers hold ``schema`` and ``index`` (sent once, not per file)."""
+    from concurrent.futures import ProcessPoolExecutor
+
     return ProcessPoolExecutor(
         workers, initializer=_init_worker, initargs=(root, schema, index, DEFAULT_MAX_BYTES)
     )

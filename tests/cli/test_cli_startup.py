@@ -54,3 +54,40 @@ def test_anything_else_goes_to_the_typer_app(monkeypatch: pytest.MonkeyPatch) ->
     with pytest.raises(SystemExit) as exited:
         main.app()
     assert exited.value.code == 0
+
+
+def test_the_sync_path_imports_neither_rich_nor_multiprocessing() -> None:
+    """``kg sync`` prints plain lines and parses one file in process: rich (~0.05 s) and the
+    process pool's modules are for other commands and large ingests."""
+    unwanted = ["rich", "multiprocessing", "concurrent.futures.process", "typer"]
+    code = (
+        "import sys, kg.cli.sync_command, kg.ingest.service, kg.runtime, kg.db.embedded; "
+        f"print([m for m in {unwanted!r} if m in sys.modules])"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ
+    )
+    assert result.stdout.strip() == "[]"
+
+
+def test_sync_preloads_numpy_only_after_its_own_imports() -> None:
+    """The background import of numpy overlaps the sync's waits on git and the database; run
+    alongside the main thread's imports it would only take turns with them."""
+    code = """
+import asyncio, sys
+import kg.embeddings.factory as factory
+seen = []
+wanted = ("kg.ingest.service", "kg.runtime")
+factory.preload_in_background = lambda env=None: seen.append(all(m in sys.modules for m in wanted))
+def stop(coro):
+    coro.close()
+    print(seen)
+    sys.exit(0)
+asyncio.run = stop
+from kg.cli.sync_command import sync
+sync(False)
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ
+    )
+    assert result.stdout.strip() == "[True]"

@@ -163,3 +163,18 @@ def test_wiki_link_label_is_the_heading_text_of_a_wiki_heading() -> None:
 def test_escaped_and_code_wiki_links_are_not_links() -> None:
     doc = parse_text("x.md", "# H\n\\[[not]] `[[code]]`\n\n    [[indented]]\n", DEFAULT_SCHEMA)
     assert refs(doc) == []
+
+
+@pytest.mark.parametrize(
+    "paths",
+    [
+        ["a/Intro.md", "b/intro.md", "c/x.md", "intro.md"],  # sorted, as discover_markdown gives
+        ["intro.md", "c/x.md", "b/intro.md", "a/Intro.md"],  # any order
+    ],
+)
+def test_wiki_index_lists_each_stems_files_sorted_whatever_the_input_order(
+    paths: list[str],
+) -> None:
+    index = WikiIndex(paths)
+    assert index.by_stem("INTRO") == ["a/Intro.md", "b/intro.md", "intro.md"]
+    assert index.by_stem("x") == ["c/x.md"] and "c/x.md" in index

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,9 @@ from kg.errors import ConcurrencyConflictError
 from kg.events import EventMetadata, NodeAsserted, NodeRetired
 from kg.ingest import bulk, pipeline
 from kg.ingest.service import ingest_paths
+from kg.projections.digest import table_digest
 from kg.projections.nodes import NodesProjection
+from kg.projections.runner import ProjectionRunner
 from kg.runtime import Runtime
 from tests.ingest.gitrepo import Repo
 
@@ -326,6 +329,77 @@ async def test_a_large_ingest_builds_the_vector_index_once_at_the_end(
     assert await hnsw_index(system_pool), "and the index is back"
     graph = await nodes(system_pool, scope)
     assert all(n["vec"] for n in graph.values())
+
+
+async def test_a_bulk_load_projects_nodes_and_edges_in_lanes_of_their_own_to_the_same_rows(
+    runtime: Runtime,
+    system_pool: asyncpg.Pool,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(bulk, "BULK_MIN_NODES", 1)
+    monkeypatch.setattr(pipeline, "CHUNK_FILES", 1)  # a transaction per file: catch-ups between
+    asked: list[list[str] | None] = []
+    real_catch_up = ProjectionRunner.catch_up
+
+    async def spy(self: ProjectionRunner, names: Any = None, *, until: int | None = None) -> int:
+        asked.append(None if names is None else list(names))
+        return await real_catch_up(self, names, until=until)
+
+    monkeypatch.setattr(ProjectionRunner, "catch_up", spy)
+    project(tmp_path)
+    report = await ingest_paths(runtime, [tmp_path])
+    assert ["kg_nodes"] in asked, "kg_nodes caught up in a lane of its own"
+    assert any(a and "kg_edges" in a and "kg_nodes" not in a for a in asked), "and the others"
+    assert report.projected == report.events
+    assert all(s.lag == 0 for s in await runtime.runner.status())
+    assert await hnsw_index(system_pool)
+    projected = [await table_digest(system_pool, t) for t in ("kg_nodes", "kg_edges")]
+    await runtime.runner.rebuild()
+    assert [await table_digest(system_pool, t) for t in ("kg_nodes", "kg_edges")] == projected
+
+
+async def test_a_large_ingest_freezes_what_survives_each_chunk_until_it_ends(
+    runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pipeline, "POOL_MIN_FILES", 1)
+    monkeypatch.setattr(pipeline, "CHUNK_FILES", 1)
+    frozen: list[int] = []
+    real_apply = pipeline.Pipeline._apply
+
+    async def spy(self: pipeline.Pipeline, items: Any) -> None:
+        frozen.append(gc.get_freeze_count())
+        await real_apply(self, items)
+
+    monkeypatch.setattr(pipeline.Pipeline, "_apply", spy)
+    project(tmp_path)
+    assert gc.get_freeze_count() == 0
+    await ingest_paths(runtime, [tmp_path])
+    assert frozen[0] == 0 and all(n > 0 for n in frozen[1:]), "frozen after the first chunk"
+    assert gc.get_freeze_count() == 0, "and handed back at the end"
+
+    monkeypatch.setattr(pipeline, "append_multi", _conflict)
+    write(tmp_path, {"docs/new.md": "# New\n", "docs/other.md": "# Other\n"})
+    with pytest.raises(ConcurrencyConflictError):
+        await ingest_paths(runtime, [tmp_path])
+    assert gc.get_freeze_count() == 0, "a failed ingest hands them back too"
+
+
+async def test_a_process_that_froze_objects_itself_keeps_them_frozen(
+    runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pipeline, "POOL_MIN_FILES", 1)
+    project(tmp_path)
+    gc.freeze()
+    try:
+        await ingest_paths(runtime, [tmp_path])
+        assert gc.get_freeze_count() > 0, "the ingest did not unfreeze what it had not frozen"
+    finally:
+        gc.unfreeze()
+
+
+async def _conflict(*args: Any, **kwargs: Any) -> Any:
+    raise ConcurrencyConflictError("doc:x", 0, 1)
 
 
 async def test_a_failed_ingest_puts_the_vector_index_back(
