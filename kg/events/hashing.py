@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 import orjson
@@ -28,10 +30,31 @@ _PLAIN_FLOAT_MAX = 1e16
 
 
 def canonical_json(value: Any) -> str:
-    """Sorted keys, no whitespace, UTF-8 kept, NaN refused: the same bytes for the same value."""
+    """Sorted keys, no whitespace, UTF-8 kept, NaN refused: the same bytes for the same value.
+
+    A float of magnitude 1e16 or more is written as the integer its shortest form denotes
+    (``100000000000000000000``, not ``1e+20``): that is how PostgreSQL's jsonb gives such a
+    number back, so ``kg audit verify``, which re-serialises the stored payload, arrives at
+    the bytes that were hashed. (Smaller floats come back as the same float.)"""
     return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        _as_stored(value),
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        allow_nan=False,
     )
+
+
+def _as_stored(value: Any) -> Any:
+    if isinstance(value, float):
+        if math.isfinite(value) and abs(value) >= _PLAIN_FLOAT_MAX:
+            return int(Decimal(repr(value)))
+        return value
+    if isinstance(value, dict):
+        return {k: _as_stored(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_as_stored(v) for v in value]
+    return value
 
 
 def canonical_plain_json(value: Any) -> str:

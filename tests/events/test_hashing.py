@@ -150,9 +150,11 @@ async def test_appended_hashes_match_a_whole_event_serialised_by_the_standard_li
             "metadata": meta.to_json(),
             "recorded_at": format_time(row["recorded_at"]),
         }
+        # The standard library's bytes, with a float of 1e16 or more written out in full as
+        # jsonb returns it (the one rule canonical_json adds to json.dumps).
         text = json.dumps(
             whole, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-        )
+        ).replace('"large":1e+20', '"large":100000000000000000000')
         expected = hashlib.sha256((prev + text).encode("utf-8")).hexdigest()
         assert row["prev_hash"] == prev and row["hash"] == expected, f"position {row['position']}"
         prev = expected
@@ -163,7 +165,14 @@ async def test_kg_audit_verify_accepts_what_the_fast_path_appended(
     store: EventStore, system_pool: asyncpg.Pool
 ) -> None:
     scope = Scope("verify-t", "p")
-    properties = {"weight": 0.5, "n": 2**40, "text": "ü \x01 \u2028", "none": None}
+    properties = {
+        "weight": 0.5,
+        "n": 2**40,
+        "text": "ü \x01 \u2028",
+        "none": None,
+        "huge": [1e20, -1.5e16, sys.float_info.max, 1e16],
+        "tiny": [1e-7, 5e-324],
+    }
     events = [
         NodeAsserted(
             node_id=f"document:v{i}.md", node_type="Document", name="v", properties=properties
@@ -174,3 +183,13 @@ async def test_kg_audit_verify_accepts_what_the_fast_path_appended(
     await store.append(scope, "t", events, metadata=EventMetadata(actor="ü"))
     report = await verify_tenant(system_pool, scope.tenant_id)
     assert report.ok and report.events == 10
+
+
+def test_large_floats_are_written_as_jsonb_returns_them() -> None:
+    """``kg audit verify`` re-serialises the payload jsonb returns, which writes 1e20 as
+    100000000000000000000; hashing wrote 1e+20 and verification reported an edit."""
+    assert canonical_json({"x": 1e20, "y": [-1.5e16], "z": 1e-7}) == (
+        '{"x":100000000000000000000,"y":[-15000000000000000],"z":1e-07}'
+    )
+    assert canonical_json(sys.float_info.max).startswith("17976931348623157000")
+    assert canonical_plain_json({"x": 1e16}) == '{"x":10000000000000000}'
