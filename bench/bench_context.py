@@ -22,7 +22,7 @@ from synthetic import VOCAB, WORDS, append_all, graph_events, node_id
 from kg.config import Scope, Settings
 from kg.context.service import build_context_graph, build_in_snapshot, parse_request
 from kg.db.connect import create_pool
-from kg.embeddings import HashingEmbedder, SentenceTransformerEmbedder, provider_from_config
+from kg.embeddings import HashingEmbedder, MiniLMEmbedder, provider_from_config
 from kg.events import EdgeAsserted, EventStore, PolicyDefined
 from kg.events.base import DomainEvent
 from kg.policies.model import PolicyRule
@@ -152,7 +152,7 @@ def networkx_latency(graph: nx.Graph, n: int, builds: int) -> tuple[float, float
 
 
 async def main(sizes: list[int], edges_per_node: int, builds: int, reuse: bool) -> None:
-    minilm = SentenceTransformerEmbedder()
+    minilm = MiniLMEmbedder()
     minilm.embed(["warm up"])
     print(f"Machine: {machine()}\n")
     print("| graph | mode | p50 ms | p95 ms |")

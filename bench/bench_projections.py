@@ -22,7 +22,7 @@ from synthetic import VOCAB, WORDS, Vocabulary, append_all, graph_events
 
 from kg.config import Scope
 from kg.db.connect import create_pool
-from kg.embeddings import HashingEmbedder, SentenceTransformerEmbedder
+from kg.embeddings import HashingEmbedder, MiniLMEmbedder
 from kg.events import EventStore
 from kg.projections import ProjectionContext, ProjectionRunner, default_projections
 from kg.search import search
@@ -74,9 +74,7 @@ async def minilm_catch_up(n: int) -> float:
     system = await create_pool(url, app_role=False)
     events = graph_events(n, 0)
     await append_all(EventStore(app), SCOPE, events)
-    runner = ProjectionRunner(
-        system, default_projections(), ProjectionContext(SentenceTransformerEmbedder())
-    )
+    runner = ProjectionRunner(system, default_projections(), ProjectionContext(MiniLMEmbedder()))
     runner.ctx.embedder.embed(["warm up"])
     start = time.perf_counter()
     await runner.catch_up()
@@ -127,7 +125,7 @@ async def main(
         )
     print("| graph | mode | query embedder | p50 ms | p95 ms |")
     print("| --- | --- | --- | ---: | ---: |")
-    minilm = SentenceTransformerEmbedder()
+    minilm = MiniLMEmbedder()
     minilm.embed(["warm up"])
     for n, url in urls.items():
         for mode, emb, label in (

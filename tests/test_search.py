@@ -6,7 +6,7 @@ import asyncpg
 import pytest
 
 from kg.config import Scope
-from kg.embeddings import HashingEmbedder, SentenceTransformerEmbedder
+from kg.embeddings import HashingEmbedder, MiniLMEmbedder
 from kg.embeddings.cache import query_vector
 from kg.errors import ValidationError
 from kg.events import EventStore, NodeAsserted
@@ -31,8 +31,8 @@ async def project(store: EventStore, pool: asyncpg.Pool, scope: Scope, embedder:
 
 
 @pytest.fixture(scope="session")
-def minilm() -> SentenceTransformerEmbedder:
-    return SentenceTransformerEmbedder()
+def minilm() -> MiniLMEmbedder:
+    return MiniLMEmbedder()
 
 
 async def test_semantic_search_ranks_a_paraphrase_above_an_unrelated_sentence(
@@ -40,7 +40,7 @@ async def test_semantic_search_ranks_a_paraphrase_above_an_unrelated_sentence(
     system_pool: asyncpg.Pool,
     app_pool: asyncpg.Pool,
     scope: Scope,
-    minilm: SentenceTransformerEmbedder,
+    minilm: MiniLMEmbedder,
 ) -> None:
     await project(store, system_pool, scope, minilm)
     result = await search(

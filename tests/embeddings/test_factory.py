@@ -10,8 +10,8 @@ import pytest
 
 from kg.embeddings import (
     HashingEmbedder,
+    MiniLMEmbedder,
     OpenAICompatibleEmbedder,
-    SentenceTransformerEmbedder,
     factory,
     provider_from_config,
 )
@@ -39,17 +39,17 @@ def test_hashing_with_dimensions() -> None:
     assert len(provider.embed(["x"])[0]) == 128
 
 
-def test_minilm_is_chosen_without_loading_torch() -> None:
+def test_minilm_is_chosen_without_loading_anything() -> None:
     code = (
         "import sys; from kg.embeddings import provider_from_config; "
         "p = provider_from_config(env={'KG_EMBEDDER': ' MiniLM '}); "
-        "print(type(p).__name__, p.model_id, 'torch' in sys.modules)"
+        "print(type(p).__name__, p.model_id, 'tokenizers' in sys.modules)"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ
     )
     assert result.stdout.split() == [
-        "SentenceTransformerEmbedder",
+        "MiniLMEmbedder",
         "sentence-transformers/all-MiniLM-L6-v2",
         "False",
     ]
@@ -76,7 +76,7 @@ def test_openai_needs_url_and_model() -> None:
 def test_auto_prefers_minilm_when_installed() -> None:
     assert factory.minilm_available() is True  # this environment has the semantic extra
     provider = provider_from_config(env={})
-    assert isinstance(provider, SentenceTransformerEmbedder)
+    assert isinstance(provider, MiniLMEmbedder)
     assert provider_from_config(env={"KG_EMBEDDER": "auto"}).model_id == provider.model_id
 
 
@@ -97,6 +97,14 @@ def test_minilm_availability_detects_a_missing_package(monkeypatch: pytest.Monke
     assert factory.minilm_available() is False
 
 
+def test_minilm_availability_needs_tokenizers_but_not_torch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert "torch" not in factory.MINILM_MODULES
+    monkeypatch.setattr(factory, "MINILM_MODULES", ("numpy", "kg_no_such_tokenizers"))
+    assert factory.minilm_available() is False
+
+
 @pytest.mark.parametrize("name", ["bert", "openai-compatible"])
 def test_unknown_name_lists_valid_ones(name: str) -> None:
     with pytest.raises(ConfigurationError) as caught:
@@ -114,9 +122,9 @@ def test_bad_dimensions(raw: str) -> None:
 
 
 def test_the_factory_names_the_same_model_package_as_the_provider() -> None:
-    from kg.embeddings import sentence
+    from kg.embeddings import minilm
 
-    assert factory.MODEL_PACKAGE == sentence.MODEL_PACKAGE
+    assert factory.MODEL_PACKAGE == minilm.MODEL_PACKAGE
 
 
 def test_importing_the_package_or_choosing_hashing_loads_neither_httpx_nor_numpy() -> None:
