@@ -11,6 +11,7 @@ Two kinds of pool exist on purpose:
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import asyncpg
@@ -48,13 +49,20 @@ def unreachable(url: str, exc: BaseException) -> DatabaseUnavailableError:
     )
 
 
+# 19 digits in a row: maybe an integer beyond 64 bits, which orjson reads as a float (2**70
+# would come back rounded, and its event would fail `kg audit verify`).
+_LONG_DIGITS = re.compile(r"\d{19}")
+
+
 def _loads(text: str) -> Any:
-    """orjson is several times faster on the read path; the stdlib handles what it refuses
-    (integers beyond 64 bits)."""
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return json.loads(text)
+    """orjson is several times faster on the read path; the stdlib reads what orjson would
+    refuse or round (a long run of digits, most likely inside a string, only costs speed)."""
+    if _LONG_DIGITS.search(text) is None:
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text)
 
 
 async def _init_connection(conn: asyncpg.Connection) -> None:

@@ -31,7 +31,7 @@ from kg.events.envelope import AppendResult, EventMetadata, PendingEvent, Record
 from kg.events.hashing import (
     GENESIS_HASH,
     EventCanonicaliser,
-    canonical_plain_json,
+    canonical_json,
     chain_hash,
 )
 
@@ -128,7 +128,7 @@ def _payload_json(event: DomainEvent) -> str:
         )
     payload = event.to_payload()
     try:
-        text = canonical_plain_json(payload)
+        text = canonical_json(payload)
     except ValueError as exc:
         raise ValidationError(f"{event.event_type} payload is not valid JSON: {exc}") from None
     if "\\u0000" in text:
@@ -217,7 +217,7 @@ class EventStore:
             )
             meta_text = meta_texts.get(id(meta))
             if meta_text is None:
-                meta_text = meta_texts[id(meta)] = canonical_plain_json(meta.to_json())
+                meta_text = meta_texts[id(meta)] = canonical_json(meta.to_json())
             prepared.append((item.stream_id, event, _payload_json(event), meta_text))
         try:
             async with self._pool.acquire() as conn, conn.transaction():

@@ -18,7 +18,7 @@ import pytest
 from kg.audit.verify import verify_tenant
 from kg.config import Scope
 from kg.events import EventMetadata, EventStore, NodeAsserted
-from kg.events.hashing import GENESIS_HASH, canonical_json, canonical_plain_json, format_time
+from kg.events.hashing import GENESIS_HASH, canonical_json, format_time, standard_canonical_json
 
 
 def _all_code_points() -> str:
@@ -30,7 +30,9 @@ def test_every_code_point_is_escaped_as_the_standard_library_does() -> None:
     for start in range(0, len(text), 4096):
         chunk = text[start : start + 4096]
         value = {chunk: [chunk, {"k": chunk}]}
-        assert canonical_plain_json(value) == canonical_json(value), f"from U+{ord(chunk[0]):04X}"
+        assert canonical_json(value) == standard_canonical_json(value), (
+            f"from U+{ord(chunk[0]):04X}"
+        )
 
 
 def _floats() -> list[float]:
@@ -47,7 +49,7 @@ def _floats() -> list[float]:
 def test_floats_of_every_magnitude_are_written_as_the_standard_library_does() -> None:
     for x in _floats():
         value = {"w": x, "xs": [x, 1, "a"]}
-        assert canonical_plain_json(value) == canonical_json(value), repr(x)
+        assert canonical_json(value) == standard_canonical_json(value), repr(x)
 
 
 class Colour(enum.Enum):
@@ -77,22 +79,22 @@ class Kind(enum.StrEnum):
     ],
 )
 def test_other_values_give_the_standard_library_result(value: Any) -> None:
-    assert canonical_plain_json(value) == canonical_json(value)
+    assert canonical_json(value) == standard_canonical_json(value)
 
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, {"x": [math.nan]}])
 def test_non_finite_floats_are_refused_as_before(value: Any) -> None:
     with pytest.raises(ValueError):
-        canonical_json(value)
+        standard_canonical_json(value)
     with pytest.raises(ValueError):
-        canonical_plain_json(value)
+        canonical_json(value)
 
 
 def test_what_json_cannot_hold_is_refused_as_before() -> None:
     with pytest.raises(TypeError):
-        canonical_plain_json({"colour": Colour.RED})
+        canonical_json({"colour": Colour.RED})
     with pytest.raises(TypeError):
-        canonical_plain_json({"when": object()})
+        canonical_json({"when": object()})
 
 
 async def test_appended_hashes_match_a_whole_event_serialised_by_the_standard_library(
@@ -151,7 +153,7 @@ async def test_appended_hashes_match_a_whole_event_serialised_by_the_standard_li
             "recorded_at": format_time(row["recorded_at"]),
         }
         # The standard library's bytes, with a float of 1e16 or more written out in full as
-        # jsonb returns it (the one rule canonical_json adds to json.dumps).
+        # jsonb returns it (the one rule standard_canonical_json adds to json.dumps).
         text = json.dumps(
             whole, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
         ).replace('"large":1e+20', '"large":100000000000000000000')
@@ -172,6 +174,7 @@ async def test_kg_audit_verify_accepts_what_the_fast_path_appended(
         "none": None,
         "huge": [1e20, -1.5e16, sys.float_info.max, 1e16],
         "tiny": [1e-7, 5e-324],
+        "long": [2**70, -(2**64) - 1],
     }
     events = [
         NodeAsserted(
@@ -183,13 +186,18 @@ async def test_kg_audit_verify_accepts_what_the_fast_path_appended(
     await store.append(scope, "t", events, metadata=EventMetadata(actor="ü"))
     report = await verify_tenant(system_pool, scope.tenant_id)
     assert report.ok and report.events == 10
+    payload = await system_pool.fetchval(
+        "SELECT payload FROM kg_events WHERE tenant_id = $1 LIMIT 1", scope.tenant_id
+    )
+    assert payload["properties"]["long"] == [2**70, -(2**64) - 1]  # read back exactly
+    assert all(type(n) is int for n in payload["properties"]["long"])
 
 
 def test_large_floats_are_written_as_jsonb_returns_them() -> None:
     """``kg audit verify`` re-serialises the payload jsonb returns, which writes 1e20 as
     100000000000000000000; hashing wrote 1e+20 and verification reported an edit."""
-    assert canonical_json({"x": 1e20, "y": [-1.5e16], "z": 1e-7}) == (
+    assert standard_canonical_json({"x": 1e20, "y": [-1.5e16], "z": 1e-7}) == (
         '{"x":100000000000000000000,"y":[-15000000000000000],"z":1e-07}'
     )
-    assert canonical_json(sys.float_info.max).startswith("17976931348623157000")
-    assert canonical_plain_json({"x": 1e16}) == '{"x":10000000000000000}'
+    assert standard_canonical_json(sys.float_info.max).startswith("17976931348623157000")
+    assert canonical_json({"x": 1e16}) == '{"x":10000000000000000}'
