@@ -10,8 +10,8 @@ first use), and the peak (the kernel's high-water mark, VmHWM).
 Run: python bench/bench_mcp.py [--sizes 10000 100000] [--calls 200] [--embedders hashing minilm]
      [--reuse]
 
-Preparing the MiniLM database embeds every node on the CPU and dominates the run time (17 min
-for 10,000 nodes on a busy 2-core machine); ``--embedders hashing`` skips it.
+Preparing the MiniLM database embeds every node on the CPU and dominates the run time (~3.5
+min for 10,000 nodes on 2 cores); ``--embedders hashing`` skips it.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ class Probe:
     """Times each tool call through the client, and samples the server's memory after it.
 
     The SDK's client re-validates every structured result against the tool's output schema
-    with ``jsonschema`` (pure Python, ~10 us per value: ~20 ms for a 128-node context graph);
+    with ``jsonschema`` (pure Python, ~7 us per value: ~15 ms for a 128-node context graph);
     that share is timed on its own too, since hosts that validate with a compiled validator
     (ajv in the TypeScript SDK) do not pay it."""
 
