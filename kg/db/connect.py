@@ -11,6 +11,7 @@ Two kinds of pool exist on purpose:
 from __future__ import annotations
 
 import json
+import os
 import re
 from typing import Any
 
@@ -18,7 +19,7 @@ import asyncpg
 import orjson
 
 from kg.config import Settings
-from kg.db.urls import asyncpg_url, redact
+from kg.db.urls import asyncpg_url, redact, with_user
 from kg.errors import DatabaseUnavailableError
 
 APP_ROLE = "kg_app"
@@ -69,6 +70,13 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
     await conn.set_type_codec("jsonb", encoder=json.dumps, decoder=_loads, schema="pg_catalog")
 
 
+# URLs (redacted) whose application pool could not log in as kg_app and fell back to SET ROLE
+# from the connecting user: `kg status` says so, since that user can undo the restriction.
+SET_ROLE_FALLBACK: set[str] = set()
+
+APP_PASSWORD_ENV = "KG_APP_PASSWORD"
+
+
 async def create_pool(
     url: str,
     *,
@@ -79,15 +87,43 @@ async def create_pool(
     read_only: bool = False,
     **kwargs: Any,
 ) -> asyncpg.Pool:
-    """Open a pool; ``app_role`` switches every connection to the restricted ``kg_app`` role;
-    ``read_only`` makes every transaction on it read-only (server-enforced)."""
+    """Open a pool; ``app_role`` makes every connection the restricted ``kg_app`` role;
+    ``read_only`` makes every transaction on it read-only (server-enforced).
+
+    The application pool logs in as ``kg_app`` itself (password from ``KG_APP_PASSWORD`` where
+    the server asks for one), so a statement cannot ``SET ROLE`` its way back to a superuser.
+    Where the server refuses that login (a database not yet at migration 0009, or no password
+    configured for ``kg_app``), it falls back to ``SET ROLE kg_app`` from the URL's user and
+    records the fact in :data:`SET_ROLE_FALLBACK`, which ``kg status`` reports.
+    """
     settings: dict[str, str] = {"application_name": "kg"}
-    if app_role:
-        settings["role"] = APP_ROLE
     if search_path:
         settings["search_path"] = search_path
     if read_only:
         settings["default_transaction_read_only"] = "on"
+    if app_role:
+        login_url = with_user(url, APP_ROLE, os.environ.get(APP_PASSWORD_ENV))
+        try:
+            return await _open(login_url, settings, min_size, max_size, kwargs)
+        except DatabaseUnavailableError as exc:
+            if not isinstance(exc.__cause__, _LOGIN_REFUSED):
+                raise
+        SET_ROLE_FALLBACK.add(redact(url))
+        settings["role"] = APP_ROLE
+    return await _open(url, settings, min_size, max_size, kwargs)
+
+
+# The server refused kg_app's login: no LOGIN attribute yet, a wrong or missing password, or
+# pg_hba.conf has no line for it.
+_LOGIN_REFUSED = (
+    asyncpg.InvalidAuthorizationSpecificationError,
+    asyncpg.InvalidPasswordError,
+)
+
+
+async def _open(
+    url: str, settings: dict[str, str], min_size: int, max_size: int, kwargs: dict[str, Any]
+) -> asyncpg.Pool:
     try:
         pool = await asyncpg.create_pool(
             asyncpg_url(url),

@@ -39,3 +39,15 @@ def with_database(url: str, database: str) -> str:
     """The same server, another database."""
     parts = urlsplit(url)
     return urlunsplit(parts._replace(path=f"/{database}"))
+
+
+def with_user(url: str, user: str, password: str | None = None) -> str:
+    """The same server and database, logged in as ``user`` (with ``password`` if given)."""
+    from urllib.parse import quote
+
+    parts = urlsplit(url)
+    host = parts.netloc.rsplit("@", 1)[-1]
+    credentials = quote(user, safe="")
+    if password:
+        credentials += ":" + quote(password, safe="")
+    return urlunsplit(parts._replace(netloc=f"{credentials}@{host}"))

@@ -37,7 +37,9 @@ def standard_canonical_json(value: Any) -> str:
     A float of magnitude 1e16 or more is written as the integer its shortest form denotes
     (``100000000000000000000``, not ``1e+20``): that is how PostgreSQL's jsonb gives such a
     number back, so ``kg audit verify``, which re-serialises the stored payload, arrives at
-    the bytes that were hashed. (Smaller floats come back as the same float.)"""
+    the bytes that were hashed. (Smaller floats come back as the same float.) Negative zero is
+    written ``0.0``: jsonb's numeric has no sign for zero and gives ``0.0`` back. A string that
+    cannot be UTF-8 (a lone surrogate) is refused with ``ValueError``, as NaN is."""
     return json.dumps(
         _as_stored(value),
         sort_keys=True,
@@ -49,11 +51,22 @@ def standard_canonical_json(value: Any) -> str:
 
 def _as_stored(value: Any) -> Any:
     if isinstance(value, float):
+        if value == 0.0:
+            return 0.0  # -0.0 too
         if math.isfinite(value) and abs(value) >= _PLAIN_FLOAT_MAX:
             return int(Decimal(repr(value)))
         return value
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(
+                f"text holds an unpaired surrogate ({value[exc.start : exc.end]!a}) at character "
+                f"{exc.start}, which is not valid Unicode: fix the text's encoding"
+            ) from None
+        return value
     if isinstance(value, dict):
-        return {k: _as_stored(v) for k, v in value.items()}
+        return {_as_stored(k): _as_stored(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_as_stored(v) for v in value]
     return value
@@ -72,7 +85,7 @@ def canonical_json(value: Any) -> str:
     if _orjson_agrees(value):
         try:
             return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
-        except TypeError:  # an integer beyond 64 bits
+        except TypeError:  # an integer beyond 64 bits, or a string with a lone surrogate
             pass
     return standard_canonical_json(value)
 
@@ -83,7 +96,10 @@ def _orjson_agrees(value: Any) -> bool:
         return True
     if kind is float:
         # False for NaN and the infinities too (every comparison with NaN is false).
-        return bool(value == 0.0 or _PLAIN_FLOAT_MIN <= abs(value) < _PLAIN_FLOAT_MAX)
+        # orjson writes -0.0 with its sign: the standard path writes it as jsonb gives it back.
+        if value == 0.0:
+            return math.copysign(1.0, value) > 0
+        return bool(_PLAIN_FLOAT_MIN <= abs(value) < _PLAIN_FLOAT_MAX)
     if kind is dict:
         return all(type(k) is str and _orjson_agrees(v) for k, v in value.items())
     if kind is list or kind is tuple:

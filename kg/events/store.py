@@ -38,6 +38,9 @@ from kg.events.hashing import (
 NOTIFY_CHANNEL = "kg_events"
 MAX_BATCH = 50_000
 _STREAM_ID = re.compile(r"^[^\x00-\x1f]{1,500}$")
+# A NUL character in canonical JSON: the escape ``\u0000`` not itself escaped (a text holding a
+# backslash followed by "u0000" is written ``\\u0000`` and is fine).
+_JSON_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 
 EVENT_COLUMNS = (
     "position, event_id, tenant_id, project_id, stream_id, stream_version, event_type, "
@@ -47,10 +50,10 @@ EVENT_COLUMNS = (
 # The columns of RecordedEvent, in its field order.
 SELECT_EVENT = EVENT_COLUMNS.replace("event_id", "event_id::text")
 
-_LOCK_HEAD = """
-SELECT h.position, (SELECT c.hash FROM kg_chain_heads c WHERE c.tenant_id = $1) AS chain_hash
-  FROM kg_log_head h WHERE h.id = 1 FOR UPDATE OF h
-"""
+# Both functions are SECURITY DEFINER (migration 0009): the application role has no other way
+# to append or move a head. The lock function reads the chain head after the lock was granted;
+# the append function refuses positions or hash links that do not continue the locked heads.
+_LOCK_HEAD = "SELECT head, chain_hash FROM kg_append_lock($1)"
 
 _VERSIONS = """
 SELECT stream_id, max(stream_version) AS version FROM kg_events
@@ -65,22 +68,9 @@ SELECT stream_id, position, stream_version, event_id::text
  ORDER BY position
 """
 
-_INSERT_BATCH = f"""
-WITH ins AS (
-    INSERT INTO kg_events ({EVENT_COLUMNS})
-    SELECT p, e, $3, $4, sid, v, t, s, pl::jsonb, md::jsonb, $5, $16, ph, h
-      FROM unnest($1::bigint[], $2::uuid[], $6::text[], $7::int[], $8::text[], $9::int[],
-                  $10::text[], $11::text[], $12::text[], $13::text[])
-           AS x(p, e, sid, v, t, s, pl, md, ph, h)
-    RETURNING 1
-), head AS (
-    UPDATE kg_log_head SET position = $14 WHERE id = 1 RETURNING 1
-), chain AS (
-    INSERT INTO kg_chain_heads (tenant_id, position, hash) VALUES ($3, $14, $15)
-    ON CONFLICT (tenant_id) DO UPDATE SET position = excluded.position, hash = excluded.hash
-    RETURNING 1
-)
-SELECT (SELECT count(*) FROM ins) AS inserted, pg_notify('{NOTIFY_CHANNEL}', $14::text)
+_INSERT_BATCH = """
+SELECT kg_append_events($3, $4, $5, $14, $1::bigint[], $2::uuid[], $6::text[], $7::int[],
+                        $8::text[], $9::int[], $10::text[], $11::text[], $12::text[], $13::text[])
 """
 
 
@@ -126,12 +116,16 @@ def _payload_json(event: DomainEvent) -> str:
         raise ValidationError(
             f"cannot append {type(event).__name__}: events must be DomainEvent subclasses"
         )
-    payload = event.to_payload()
     try:
-        text = canonical_json(payload)
+        text = canonical_json(event.to_payload())
+    except UnicodeEncodeError:
+        raise ValidationError(
+            f"{event.event_type} payload holds an unpaired surrogate, which is not valid "
+            "Unicode: fix the text's encoding"
+        ) from None
     except ValueError as exc:
         raise ValidationError(f"{event.event_type} payload is not valid JSON: {exc}") from None
-    if "\\u0000" in text:
+    if _JSON_NUL.search(text):
         raise ValidationError(
             f"{event.event_type} payload contains a NUL character (\\u0000), which PostgreSQL "
             "cannot store: remove it from the text"
@@ -217,16 +211,20 @@ class EventStore:
             )
             meta_text = meta_texts.get(id(meta))
             if meta_text is None:
-                meta_text = meta_texts[id(meta)] = canonical_json(meta.to_json())
+                try:
+                    meta_text = meta_texts[id(meta)] = canonical_json(meta.to_json())
+                except ValueError as exc:
+                    raise ValidationError(f"event metadata is not valid JSON: {exc}") from None
             prepared.append((item.stream_id, event, _payload_json(event), meta_text))
         try:
             async with self._pool.acquire() as conn, conn.transaction():
                 return await _append_locked(
                     conn, scope, list(counts), expected, prepared, idempotency_key
                 )
-        except asyncpg.UndefinedTableError as exc:
+        except (asyncpg.UndefinedTableError, asyncpg.UndefinedFunctionError) as exc:
             raise SchemaNotReadyError(
-                f"the event store tables are missing ({exc}): run `kg init` or `kg db upgrade`"
+                f"the event store is missing or out of date ({exc}): run `kg init` or "
+                "`kg db upgrade`"
             ) from exc
 
     async def read_all(
@@ -402,13 +400,12 @@ async def _append_locked(
         positions[stream_id].append(position)
         ids[stream_id].append(event_id)
         prev = digest
-    position = head + count
     await conn.fetchrow(
         _INSERT_BATCH,
         all_positions, event_ids, scope.tenant_id, scope.project_id, recorded_at,
         [p[0] for p in prepared], stream_versions, [p[1].event_type for p in prepared],
         [p[1].schema_version for p in prepared], [p[2] for p in prepared],
-        [p[3] for p in prepared], prev_hashes, hashes, position, prev, idempotency_key,
+        [p[3] for p in prepared], prev_hashes, hashes, idempotency_key,
     )  # fmt: skip
     return [
         AppendResult(
