@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import asyncpg
 
+from kg.audit.legacy import hashed_with_signed_zeros
 from kg.db.tenancy import tenant_transaction
 from kg.events.envelope import RecordedEvent
 from kg.events.hashing import GENESIS_HASH, canonical_event, canonical_json, chain_hash
@@ -18,6 +19,7 @@ class VerifyReport:
     events: int
     broken_position: int | None = None
     problem: str | None = None
+    signed_zero_events: int = 0
 
     @property
     def ok(self) -> bool:
@@ -25,7 +27,13 @@ class VerifyReport:
 
     def __str__(self) -> str:
         if self.ok:
-            return f"ok, {self.events} events (tenant {self.tenant_id})"
+            note = (
+                f"; {self.signed_zero_events} written with -0.0 by an earlier kg, verified "
+                "with the sign restored"
+                if self.signed_zero_events
+                else ""
+            )
+            return f"ok, {self.events} events (tenant {self.tenant_id}){note}"
         where = f"at position {self.broken_position}" if self.broken_position else "at the end"
         return f"BROKEN {where} (tenant {self.tenant_id}): {self.problem}"
 
@@ -56,7 +64,7 @@ async def verify_tenant(pool: asyncpg.Pool, tenant_id: str, *, batch: int = 5000
     An edited event no longer matches its own hash; a removed event breaks its successor's
     ``prev_hash`` link; removed events at the end disagree with the recorded chain head.
     """
-    count, prev = 0, GENESIS_HASH
+    count, prev, signed_zero = 0, GENESIS_HASH, 0
     async with tenant_transaction(pool, tenant_id, isolation="repeatable_read") as conn:
         head = await conn.fetchrow(
             "SELECT position, hash FROM kg_chain_heads WHERE tenant_id = $1", tenant_id
@@ -79,6 +87,10 @@ async def verify_tenant(pool: asyncpg.Pool, tenant_id: str, *, batch: int = 5000
                     "removed, inserted or had its hash changed",
                 )
             if recompute_hash(event) != event.hash:
+                if hashed_with_signed_zeros(event):
+                    signed_zero += 1
+                    prev, last_position, count = event.hash, event.position, count + 1
+                    continue
                 return VerifyReport(
                     tenant_id,
                     count,
@@ -95,7 +107,7 @@ async def verify_tenant(pool: asyncpg.Pool, tenant_id: str, *, batch: int = 5000
                 f"the chain head records position {head['position']}, but the last event is at "
                 f"{last_position}: events at the end were removed",
             )
-    return VerifyReport(tenant_id, count)
+    return VerifyReport(tenant_id, count, signed_zero_events=signed_zero)
 
 
 async def find_position_gaps(pool: asyncpg.Pool, *, limit: int = 10) -> list[int]:

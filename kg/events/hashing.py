@@ -30,7 +30,7 @@ _PLAIN_FLOAT_MIN = 1e-4
 _PLAIN_FLOAT_MAX = 1e16
 
 
-def standard_canonical_json(value: Any) -> str:
+def standard_canonical_json(value: Any, *, signed_zero: bool = False) -> str:
     """The definition of the canonical form (:func:`canonical_json` is the fast path): sorted
     keys, no whitespace, UTF-8 kept, NaN refused: the same bytes for the same value.
 
@@ -39,9 +39,12 @@ def standard_canonical_json(value: Any) -> str:
     number back, so ``kg audit verify``, which re-serialises the stored payload, arrives at
     the bytes that were hashed. (Smaller floats come back as the same float.) Negative zero is
     written ``0.0``: jsonb's numeric has no sign for zero and gives ``0.0`` back. A string that
-    cannot be UTF-8 (a lone surrogate) is refused with ``ValueError``, as NaN is."""
+    cannot be UTF-8 (a lone surrogate) is refused with ``ValueError``, as NaN is.
+
+    ``signed_zero`` keeps the sign of zero, as kg did before: only ``kg audit verify`` uses it,
+    for events written then (:mod:`kg.audit.legacy`)."""
     return json.dumps(
-        _as_stored(value),
+        _as_stored(value, signed_zero),
         sort_keys=True,
         separators=(",", ":"),
         ensure_ascii=False,
@@ -49,9 +52,9 @@ def standard_canonical_json(value: Any) -> str:
     )
 
 
-def _as_stored(value: Any) -> Any:
+def _as_stored(value: Any, signed_zero: bool = False) -> Any:
     if isinstance(value, float):
-        if value == 0.0:
+        if value == 0.0 and not signed_zero:
             return 0.0  # -0.0 too
         if math.isfinite(value) and abs(value) >= _PLAIN_FLOAT_MAX:
             return int(Decimal(repr(value)))
@@ -66,9 +69,9 @@ def _as_stored(value: Any) -> Any:
             ) from None
         return value
     if isinstance(value, dict):
-        return {_as_stored(k): _as_stored(v) for k, v in value.items()}
+        return {_as_stored(k): _as_stored(v, signed_zero) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_as_stored(v) for v in value]
+        return [_as_stored(v, signed_zero) for v in value]
     return value
 
 
