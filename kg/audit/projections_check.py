@@ -43,21 +43,27 @@ class ProjectionCheck:
         )
 
 
-async def _differing(conn: asyncpg.Connection, schema: str, table: str) -> tuple[str, ...]:
+async def _differing(
+    conn: asyncpg.Connection, schema: str, table: str, tenant_id: str | None
+) -> tuple[str, ...]:
     key = TABLE_KEYS[table]
     rows = await conn.fetch(
         f"SELECT concat_ws('/', {key}) AS k FROM ("
         f'(SELECT * FROM public.{table} EXCEPT ALL SELECT * FROM "{schema}".{table}) UNION ALL '
         f'(SELECT * FROM "{schema}".{table} EXCEPT ALL SELECT * FROM public.{table})) d '
-        "ORDER BY 1 LIMIT 5"
+        "WHERE $1::text IS NULL OR d.tenant_id = $1 ORDER BY 1 LIMIT 5",
+        tenant_id,
     )
     return tuple(dict.fromkeys(str(r["k"]) for r in rows))
 
 
 async def verify_projections(
-    pool: asyncpg.Pool, url: str, embedder: EmbeddingProvider
+    pool: asyncpg.Pool, url: str, embedder: EmbeddingProvider, tenant_id: str | None = None
 ) -> list[ProjectionCheck]:
-    """Compare each projected table with a replay at the same position (``pool``: system)."""
+    """Compare each projected table with a replay at the same position (``pool``: system).
+
+    With ``tenant_id`` only that tenant's rows are compared and named: what a tenant's reviewer
+    runs, which says nothing about other tenants."""
     async with pool.acquire() as conn:
         model = await index_model(conn)
     if model is not None and model != embedder.model_id:
@@ -71,7 +77,7 @@ async def verify_projections(
             "SELECT name, position FROM projection_checkpoints WHERE name = ANY($1)", names
         )
         positions = {r["name"]: int(r["position"]) for r in rows}
-        live = {name: await table_digest(conn, name) for name in names}
+        live = {name: await table_digest(conn, name, tenant_id) for name in names}
     schema = f"kg_verify_{uuid.uuid4().hex[:12]}"
     await create_replay_schema(pool, schema)
     try:
@@ -83,11 +89,11 @@ async def verify_projections(
             for name in sorted(names, key=lambda n: positions.get(n, 0)):
                 position = positions.get(name, 0)
                 await runner.catch_up([name], until=position)
-                replayed = await table_digest(scratch, name)
+                replayed = await table_digest(scratch, name, tenant_id)
                 differing: tuple[str, ...] = ()
                 if replayed != live[name]:
                     async with pool.acquire() as conn:
-                        differing = await _differing(conn, schema, name)
+                        differing = await _differing(conn, schema, name, tenant_id)
                 checks.append(ProjectionCheck(name, position, live[name], replayed, differing))
     finally:
         await drop_replay_schema(pool, schema)

@@ -71,7 +71,10 @@ def verify(
                 from kg.audit.projections_check import verify_projections
 
                 await rt.catch_up()
-                for check in await verify_projections(rt.system_pool, rt.url, rt.embedder):
+                checks = await verify_projections(
+                    rt.system_pool, rt.url, rt.embedder, rt.scope.tenant_id
+                )
+                for check in checks:
                     (console if check.ok else err_console).print(str(check), markup=False)
                     ok = ok and check.ok
         return ok

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from kg.cli.common import console, run
+from kg.cli.common import console, err_console, run
 from kg.config import Settings
 
 db_app = typer.Typer(help="Database schema (Alembic migrations).", no_args_is_help=True)
@@ -60,21 +60,28 @@ def init() -> None:
 def status() -> None:
     """Which database is in use, its schema revision, the event count and the last position."""
     from kg.db import revision
+    from kg.db.connect import APP_PASSWORD_ENV, APP_ROLE, SET_ROLE_FALLBACK
     from kg.runtime import open_runtime
 
     async def go() -> None:
         async with open_runtime() as rt:
             scope = rt.scope
-            total = await rt.system_store.count()
+            # This project's figures only: other tenants' activity is not this user's business.
             mine = await rt.store.count(scope)
-            last = await rt.system_store.last_position()
+            last = await rt.store.last_position(scope)
             console.print(f"database:      {rt.describe()}")
             console.print(
                 f"schema:        {await revision.current_revision(rt.system_pool)} (head)"
             )
             console.print(f"scope:         tenant {scope.tenant_id}, project {scope.project_id}")
-            console.print(f"events:        {total} in the log, {mine} in this project")
+            console.print(f"events:        {mine} in this project")
             console.print(f"last position: {last}")
+            if SET_ROLE_FALLBACK:
+                err_console.print(
+                    f"[bold yellow]warning:[/] the application pool could not log in as "
+                    f"{APP_ROLE} and uses SET ROLE from the URL's user, which a statement could "
+                    f"undo: give {APP_ROLE} a password and set {APP_PASSWORD_ENV}"
+                )
             from kg.cli.status_extras import print_extras
 
             await print_extras(rt)

@@ -13,11 +13,15 @@ TABLE_KEYS: dict[str, str] = {
 }
 
 
-async def table_digest(conn: asyncpg.Connection | asyncpg.Pool, table: str) -> str:
-    """sha256 over every column of every row, in key order (needs the system pool)."""
+async def table_digest(
+    conn: asyncpg.Connection | asyncpg.Pool, table: str, tenant_id: str | None = None
+) -> str:
+    """sha256 over every column of every row, in key order (needs the system pool); with
+    ``tenant_id``, over that tenant's rows only."""
     key = TABLE_KEYS[table]
     value = await conn.fetchval(
         f"SELECT encode(sha256(coalesce(string_agg(t::text, E'\\n' ORDER BY {key}), '')::bytea),"
-        f" 'hex') FROM {table} t"
+        f" 'hex') FROM {table} t WHERE $1::text IS NULL OR t.tenant_id = $1",
+        tenant_id,
     )
     return str(value)
