@@ -1,0 +1,83 @@
+"""Every ``kg`` command applies the same policies as the MCP tools.
+
+Over the shop graph (a node denied by policy, one redacted), each command that reads the graph
+runs as a real subprocess and must never print the denied node's name or content, nor the
+redacted node's content. Every command of the CLI is either exercised here or listed as not
+reading the graph's content, with the reason: a new command cannot skip the question.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import typer.main
+
+from kg.cli.app import app
+from kg.runtime import Runtime
+from tests.support import cli_env, kg
+
+SECRETS = ("VAULT-SECRET-NAME", "VAULT-SECRET-CONTENT", "CARD-CONTENT")
+
+READS_THE_GRAPH: dict[str, list[tuple[str, ...]]] = {
+    "query": [
+        ("query", "vault secret", "--mode", "fulltext"),
+        ("query", "vault secret name content"),
+        ("query", "vault", "--mode", "semantic"),
+        ("query", "card content", "--type", "Document"),
+    ],
+    "inspect": [("inspect", "component:payments", "--depth", "3"), ("inspect", "component:vault")],
+    "context build": [
+        ("context", "build", "-a", "component:payments", "--max-depth", "3", "--json"),
+        ("context", "build", "-a", "component:vault"),
+        ("context", "build", "--task", "vault secret", "--mode", "semantic", "--json"),
+        ("context", "build", "-a", "component:checkout", "--mode", "policy_first"),
+    ],
+    "decision record": [("decision", "record", "use the vault", "--ref", "component:vault")],
+    "lineage": [("lineage", "decision:1", "--direction", "both")],
+}
+
+# Commands that print no node names or content, and why.
+NO_GRAPH_CONTENT = {
+    "init", "status", "demo", "db upgrade", "db downgrade", "backfill", "projections status",
+    "projections catch-up", "projections rebuild", "projections run", "context use", "mcp",
+    "ingest", "sync", "lint", "new", "hooks install", "audit verify", "audit replay",
+    "audit context",
+    # The reviewer's export of the log as recorded (system role); it is not a graph read and
+    # policies govern what agents are given, not what the audit trail holds.
+    "audit trail",
+}  # fmt: skip
+
+
+def command_names() -> set[str]:
+    group = typer.main.get_command(app)
+    names: set[str] = set()
+
+    def walk(command: object, prefix: str) -> None:
+        subcommands = getattr(command, "commands", None)
+        if not subcommands:
+            names.add(prefix)
+            return
+        for name, sub in subcommands.items():
+            walk(sub, f"{prefix} {name}".strip())
+
+    walk(group, "")
+    return names
+
+
+def test_every_command_is_either_checked_for_leaks_or_declared_free_of_graph_content() -> None:
+    assert command_names() == set(READS_THE_GRAPH) | NO_GRAPH_CONTENT
+
+
+@pytest.mark.parametrize(
+    "argv", [a for runs in READS_THE_GRAPH.values() for a in runs], ids=" ".join
+)
+async def test_no_command_prints_what_a_policy_withholds(
+    shop: Runtime, db_url: str, tmp_path: Path, argv: tuple[str, ...]
+) -> None:
+    out = kg(*argv, env=cli_env(db_url), cwd=tmp_path)
+
+    printed = out.stdout + out.stderr
+    assert "Traceback" not in printed, printed
+    for secret in SECRETS:
+        assert secret not in printed, f"`kg {' '.join(argv)}` printed {secret}:\n{printed}"
