@@ -49,6 +49,36 @@ def find_project_root(start: Path | None = None) -> Path:
     return here
 
 
+# What `.kg/.gitignore` says: kg's live state (the embedded database, sync state, logs, locks)
+# must never reach git (a commit of a live data folder is huge, and fails while the server
+# writes), while the configuration meant to be versioned stays trackable.
+STATE_GITIGNORE = """\
+# Written by kg: its local state (embedded database, sync state, logs, locks) is not for git.
+# The configuration below is meant to be versioned.
+*
+!.gitignore
+!schema.yaml
+!policies/
+!policies/**
+!rules/
+!rules/**
+"""
+
+
+def ensure_state_dir(state_dir: Path) -> Path:
+    """Create ``state_dir`` if needed, with a ``.gitignore`` that keeps kg's state out of git.
+
+    Every path that creates the folder goes through here. An existing ``.gitignore`` is left
+    alone (the user may have edited it)."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    ignore = state_dir / ".gitignore"
+    if not ignore.exists():
+        tmp = state_dir / f".gitignore.{os.getpid()}.tmp"
+        tmp.write_text(STATE_GITIGNORE, encoding="utf-8")
+        os.replace(tmp, ignore)
+    return state_dir
+
+
 @dataclass(frozen=True)
 class Settings:
     database_url: str | None

@@ -26,7 +26,7 @@ from kg.audit.as_of import (
     load_as_of,
     search_path,
 )
-from kg.config import Scope, Settings
+from kg.config import Scope, Settings, ensure_state_dir
 from kg.db import revision
 from kg.db.connect import create_pool, describe_database, resolve_database_url
 from kg.db.urls import redact
@@ -116,6 +116,8 @@ async def open_runtime(
 ) -> AsyncIterator[Runtime]:
     """``as_of_schema`` (default: ``KG_AS_OF_SCHEMA``) opens a kept replay read-only."""
     settings = settings or Settings.from_env()
+    if settings.state_dir.exists():  # also gives a folder made by an older kg its .gitignore
+        ensure_state_dir(settings.state_dir)
     url = url or resolve_database_url(settings)
     schema = as_of_schema or os.environ.get(AS_OF_ENV) or None
     path = search_path(schema) if schema else None

@@ -51,10 +51,16 @@ def downgrade(
 
 def init() -> None:
     """Create the project's database (embedded unless KG_DATABASE_URL is set) and migrate it."""
+    from kg.config import ensure_state_dir
     from kg.db import revision
 
+    state = ensure_state_dir(Settings.from_env().state_dir)
     where = _migrate("head")
     console.print(f"initialised: {where}, schema at {revision.head_revision()}")
+    console.print(
+        f"kg's local state in {state} is ignored by git ({state / '.gitignore'}); "
+        "schema.yaml and policies/ there stay versioned"
+    )
 
 
 def status() -> None:

@@ -29,9 +29,10 @@ def resolve_database_url(settings: Settings, *, keep_running: bool = False) -> s
     """``KG_DATABASE_URL`` when set, else the URL of the project's embedded server (started)."""
     if settings.database_url:
         return settings.database_url
+    from kg.config import ensure_state_dir
     from kg.db.embedded import start_embedded
 
-    return start_embedded(settings.state_dir, keep_running=keep_running)
+    return start_embedded(ensure_state_dir(settings.state_dir), keep_running=keep_running)
 
 
 def describe_database(settings: Settings, url: str) -> str:

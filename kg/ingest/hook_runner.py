@@ -17,7 +17,7 @@ import traceback
 from datetime import UTC, datetime
 from pathlib import Path
 
-from kg.config import Settings
+from kg.config import Settings, ensure_state_dir
 from kg.errors import KgError
 from kg.ingest import gitio
 from kg.ingest.hooks import DEFAULT_BACKGROUND_ABOVE, LINT_FAILED
@@ -80,7 +80,7 @@ def post_commit(root: Path, background_above: int) -> int:
         _log(f"post-commit: error: {error}")
         return 1
     if changed > background_above:
-        (root / ".kg").mkdir(exist_ok=True)
+        ensure_state_dir(root / ".kg")
         log = (root / ".kg" / LOG_FILE).open("a")
         with log:
             child = subprocess.Popen(

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from kg.config import Scope
+from kg.config import Scope, ensure_state_dir
 from kg.db.urls import redact
 
 STATE_FILE = "sync-state.json"
@@ -52,7 +52,7 @@ def record_synced(state_dir: Path, key: str, commit: str) -> None:
     if not isinstance(synced, dict):
         synced = data["synced"] = {}
     synced[key] = {"commit": commit, "at": datetime.now(UTC).isoformat(timespec="seconds")}
-    state_dir.mkdir(parents=True, exist_ok=True)
+    ensure_state_dir(state_dir)
     tmp = state_dir / f".{STATE_FILE}.{os.getpid()}.tmp"
     tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     os.replace(tmp, state_dir / STATE_FILE)
@@ -73,5 +73,5 @@ async def sync_lock(state_dir: Path) -> AsyncIterator[None]:
 
 
 def _open_lock(state_dir: Path) -> TextIO:
-    state_dir.mkdir(parents=True, exist_ok=True)
+    ensure_state_dir(state_dir)
     return (state_dir / LOCK_FILE).open("a")
