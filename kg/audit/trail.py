@@ -44,12 +44,12 @@ class TrailFilter:
     since: datetime | None = None
     until: datetime | None = None
 
+    @property
+    def everything(self) -> bool:
+        """No filter: the whole trail of the scope."""
+        return not any((self.decision, self.session, self.actor, self.since, self.until))
+
     def check(self) -> None:
-        if not any((self.decision, self.session, self.actor, self.since, self.until)):
-            raise ValidationError(
-                "say whose trail: --decision ID, --session ID, --actor NAME and/or "
-                "--since T --until T"
-            )
         if self.since and self.until and self.since > self.until:
             raise ValidationError("--since is after --until: nothing can match")
 

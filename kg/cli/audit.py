@@ -137,7 +137,7 @@ def trail(
     output: Path = typer.Option(None, "--output", "-o", help="Write to FILE, not stdout."),
 ) -> None:
     """The events of a decision, session, actor or time window, in log order: who, what, when,
-    why and the source. Filters combine (AND)."""
+    why and the source. Filters combine (AND); with none, the whole trail of the scope."""
     from kg.audit.snapshot import parse_time
     from kg.audit.trail import TrailFilter
     from kg.audit.trail import trail as select
@@ -157,6 +157,13 @@ def trail(
         selection.check()
         async with open_runtime() as rt:
             _note_as_of(rt)
+            if selection.everything:
+                err_console.print(
+                    f"the whole trail of tenant {rt.scope.tenant_id}, project "
+                    f"{rt.scope.project_id}; narrow it with --decision, --session, --actor, "
+                    "--since or --until",
+                    markup=False,
+                )
             entries = select(rt.app_pool, rt.scope, selection)
             if output is None:
                 return await write_trail(entries, sys.stdout, fmt)
