@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -13,20 +12,6 @@ from kg.cli.common import console, err_console, fail, run
 from kg.runtime import Runtime, open_runtime
 
 audit_app = typer.Typer(help="Verify and replay the audit trail.", no_args_is_help=True)
-
-
-def as_of_option(
-    as_of: str = typer.Option(
-        None,
-        "--as-of",
-        metavar="SCHEMA",
-        help="Run the command read-only against a kept replay (kg audit replay): the graph as "
-        f"it was at that position. Same as {AS_OF_ENV}=SCHEMA.",
-    ),
-) -> None:
-    # The root callback of `kg`: the runtime reads the variable when it opens its pools.
-    if as_of:
-        os.environ[AS_OF_ENV] = as_of
 
 
 def _note_as_of(rt: Runtime) -> None:

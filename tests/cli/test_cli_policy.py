@@ -9,11 +9,11 @@ reading the graph's content, with the reason: a new command cannot skip the ques
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
-import typer.main
 
-from kg.cli.app import app
+from kg.cli.app import COMMANDS, load_command
 from kg.runtime import Runtime
 from tests.support import cli_env, kg
 
@@ -50,18 +50,18 @@ NO_GRAPH_CONTENT = {
 
 
 def command_names() -> set[str]:
-    group = typer.main.get_command(app)
     names: set[str] = set()
 
-    def walk(command: object, prefix: str) -> None:
+    def walk(command: Any, prefix: str) -> None:
         subcommands = getattr(command, "commands", None)
         if not subcommands:
             names.add(prefix)
             return
         for name, sub in subcommands.items():
-            walk(sub, f"{prefix} {name}".strip())
+            walk(sub, f"{prefix} {name}")
 
-    walk(group, "")
+    for name in COMMANDS:
+        walk(load_command(name), name)
     return names
 
 

@@ -9,17 +9,32 @@ import sys
 import pytest
 
 from backfill import importer
+from kg.audit import as_of
 from kg.cli import backfill as backfill_cli
 from kg.cli import main, sync_command
+from kg.cli.app import AS_OF_ENV, COMMANDS, load_command
 
 
 def test_building_the_cli_imports_no_command_implementations() -> None:
-    heavy = ["numpy", "httpx", "backfill.importer", "kg.context.service", "kg.lineage", "kg.search"]
+    heavy = [
+        "numpy", "httpx", "backfill.importer", "kg.context.service", "kg.lineage", "kg.search",
+        "kg.cli.audit", "kg.cli.ingest", "kg.cli.db", "markdown_it", "mcp", "asyncpg",
+    ]  # fmt: skip
     code = f"import sys, kg.cli.app; print([m for m in {heavy!r} if m in sys.modules])"
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ
     )
     assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_the_help_line_kg_help_shows_is_the_commands_own(name: str) -> None:
+    real = load_command(name)
+    assert COMMANDS[name].help == real.get_short_help_str(limit=300)
+
+
+def test_the_as_of_variable_is_the_audits() -> None:
+    assert AS_OF_ENV == as_of.AS_OF_ENV
 
 
 def test_the_chunk_limit_of_the_option_is_the_importers() -> None:
