@@ -17,6 +17,9 @@ from typing import Any
 import asyncpg
 
 from kg.errors import NotFoundError, ValidationError
+from kg.events.decision import DecisionRecorded
+from kg.events.envelope import RecordedEvent
+from kg.events.store import SELECT_EVENT, record_from_row
 from kg.graph_queries import governed_reader
 from kg.policies.evaluate import Governance
 from kg.projections.graph_reader import GraphReader
@@ -89,14 +92,13 @@ class _Tracer:
         self.conn: asyncpg.Connection = reader.conn
         self.scope = rt.scope
 
-    async def events_at(self, positions: Sequence[int]) -> dict[int, asyncpg.Record]:
+    async def events_at(self, positions: Sequence[int]) -> dict[int, RecordedEvent]:
         rows = await self.conn.fetch(
-            "SELECT position, recorded_at, metadata, payload FROM kg_events "
-            "WHERE tenant_id = $1 AND position = ANY($2)",
+            f"SELECT {SELECT_EVENT} FROM kg_events WHERE tenant_id = $1 AND position = ANY($2)",
             self.scope.tenant_id,
             list(positions),
         )
-        return {r["position"]: r for r in rows}
+        return {r["position"]: record_from_row(r) for r in rows}
 
     async def decisions(self, node_ids: Sequence[str]) -> list[LineageStep]:
         rows = await self.conn.fetch(
@@ -110,22 +112,22 @@ class _Tracer:
         steps = []
         for r in rows:
             e = events.get(r["first_position"])
-            payload = e["payload"] if e else {}
+            d = e.event_as(DecisionRecorded) if e else None
             steps.append(
                 LineageStep(
                     r["node_id"],
                     "decision",
                     r["name"],
                     r["first_position"],
-                    _iso(e["recorded_at"]) if e else None,
-                    e["metadata"].get("actor") if e else None,
+                    _iso(e.recorded_at) if e else None,
+                    e.meta.actor if e else None,
                     {
                         "decision_type": r["properties"].get("decision_type"),
                         "confidence": r["properties"].get("confidence"),
-                        "context_graph_ids": payload.get("context_graph_ids", []),
-                        "informed_by": payload.get("informed_by", []),
-                        "supersedes": payload.get("supersedes", []),
-                        "source": e["metadata"].get("source") if e else None,
+                        "context_graph_ids": list(d.context_graph_ids) if d else [],
+                        "informed_by": list(d.informed_by) if d else [],
+                        "supersedes": list(d.supersedes) if d else [],
+                        "source": e.meta.source if e else None,
                     },
                 )
             )
@@ -205,15 +207,15 @@ class _Tracer:
                 continue
             allowed.add(node_id)
             e = events.get(last[node_id])
-            source = e["metadata"].get("source") if e else None
+            source = e.meta.source if e else None
             self.lineage.add(
                 LineageStep(
                     node_id,
                     "node",
                     "[redacted]" if verdict.redacted else row.name,
                     last[node_id],
-                    _iso(e["recorded_at"]) if e else None,
-                    e["metadata"].get("actor") if e else None,
+                    _iso(e.recorded_at) if e else None,
+                    e.meta.actor if e else None,
                     {"node_type": row.node_type, "source": source},
                 )
             )

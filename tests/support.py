@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def cli_env(db_url: str, **extra: str) -> dict[str, str]:
@@ -32,3 +33,42 @@ def kg(
         text=True,
         timeout=timeout,
     )
+
+
+async def append_raw(
+    pool: Any,
+    scope: Any,
+    stream_id: str,
+    event_type: str,
+    schema_version: int,
+    payload_json: str,
+    *,
+    stream_version: int = 1,
+) -> None:
+    """Append one event exactly as given (a payload of an older schema, or hashed as an older
+    kg hashed it), through the append functions, with a correct chain link."""
+    import uuid
+    from datetime import UTC, datetime
+
+    from kg.db.tenancy import tenant_transaction
+    from kg.events.hashing import canonical_event, chain_hash
+
+    meta = '{"actor":"system"}'
+    async with tenant_transaction(pool, scope.tenant_id) as conn:
+        head, chain = await conn.fetchrow("SELECT * FROM kg_append_lock($1)", scope.tenant_id)
+        event_id, now, prev = str(uuid.uuid4()), datetime.now(UTC), chain or "0" * 64
+        digest = chain_hash(
+            prev,
+            canonical_event(
+                position=head + 1, event_id=event_id, tenant_id=scope.tenant_id,
+                project_id=scope.project_id, stream_id=stream_id, stream_version=stream_version,
+                event_type=event_type, schema_version=schema_version, payload_json=payload_json,
+                metadata_json=meta, recorded_at=now, idempotency_key=None,
+            ),
+        )  # fmt: skip
+        await conn.fetchval(
+            "SELECT kg_append_events($1, $2, $3, NULL, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+            scope.tenant_id, scope.project_id, now, [head + 1], [event_id], [stream_id],
+            [stream_version], [event_type], [schema_version], [payload_json], [meta], [prev],
+            [digest],
+        )  # fmt: skip

@@ -16,8 +16,12 @@ from typing import Any
 import asyncpg
 
 from kg.config import Scope
-from kg.errors import NotFoundError, ValidationError
+from kg.errors import KgError, NotFoundError, ValidationError
+from kg.events.context import ContextGraphBuilt, ContextGraphUsed
+from kg.events.decision import DecisionRecorded
 from kg.events.envelope import RecordedEvent
+from kg.events.knowledge import EdgeAsserted, EdgeRetracted, NodeAsserted, NodeRetired
+from kg.events.policy import PolicyDefined, PolicyRetired
 from kg.events.store import SELECT_EVENT, record_from_row
 
 COLUMNS = (
@@ -86,55 +90,50 @@ def _short(text: Any, limit: int = 160) -> str:
 
 
 def describe(e: RecordedEvent) -> tuple[str, str, str]:
-    """``(subject, what, why)`` for one event."""
-    p, t = e.payload, e.event_type
-    if t == "DecisionRecorded":
-        subject = f"decision:{p.get('decision_id')}"
-        graphs = list(p.get("context_graph_ids", ()))
-        what = f"decision recorded ({p.get('decision_type', 'general')}): {_short(p.get('text'))}"
-        why = _short(p.get("rationale"), 500)
-        if graphs:
-            why = f"{why} [informed by {', '.join(graphs)}]".strip()
-        return subject, what, why
-    if t == "NodeAsserted":
-        return p["node_id"], f"{p.get('node_type')} asserted: {_short(p.get('name'))}", ""
-    if t == "NodeRetired":
-        return p["node_id"], "node retired", _short(p.get("reason"))
-    if t in ("EdgeAsserted", "EdgeRetracted"):
-        verb = "asserted" if t == "EdgeAsserted" else "retracted"
-        edge = f"{p.get('from_node')} -{p.get('edge_type')}-> {p.get('to_node')}"
-        return p.get("from_node", ""), f"edge {verb}: {edge}", ""
-    if t == "ContextGraphBuilt":
-        request = p.get("request", {})
+    """``(subject, what, why)`` for one event, from the decoded (upcast) event."""
+    try:
+        event = e.event
+    except KgError:  # a type this kg does not know (written by a newer one): say only that
+        return e.stream_id, e.event_type, ""
+    if isinstance(event, DecisionRecorded):
+        what = f"decision recorded ({event.decision_type}): {_short(event.text)}"
+        why = _short(event.rationale, 500)
+        if event.context_graph_ids:
+            why = f"{why} [informed by {', '.join(event.context_graph_ids)}]".strip()
+        return event.node_id, what, why
+    if isinstance(event, NodeAsserted):
+        return event.node_id, f"{event.node_type} asserted: {_short(event.name)}", ""
+    if isinstance(event, NodeRetired):
+        return event.node_id, "node retired", _short(event.reason)
+    if isinstance(event, EdgeAsserted | EdgeRetracted):
+        verb = "asserted" if isinstance(event, EdgeAsserted) else "retracted"
+        edge = f"{event.from_node} -{event.edge_type}-> {event.to_node}"
+        return event.from_node, f"edge {verb}: {edge}", ""
+    if isinstance(event, ContextGraphBuilt):
         asked = ", ".join(
             f"{k}={_short(v, 80)}"
-            for k, v in request.items()
+            for k, v in event.request.items()
             if k in ("task", "anchors", "mode", "policies") and v
         )
         what = (
-            f"context graph built ({p.get('mode')}, {len(p.get('node_ids', ()))} nodes, "
-            f"{p.get('excluded_count', 0)} excluded by policy) as of position "
-            f"{p.get('as_of_position')}"
+            f"context graph built ({event.mode}, {len(event.node_ids)} nodes, "
+            f"{event.excluded_count} excluded by policy) as of position {event.as_of_position}"
         )
-        return f"context_graph:{p.get('context_graph_id')}", what, f"request: {asked}"
-    if t == "ContextGraphUsed":
-        nodes = list(p.get("node_ids", ()))
-        what = f"context graph used by tool call {p.get('tool_call_id')} ({p.get('usage_type')})"
-        why = f"nodes used: {', '.join(nodes)}" if nodes else ""
-        return f"context_graph:{p.get('context_graph_id')}", what, _short(why, 500)
-    if t in ("PolicyDefined", "PolicyRetired"):
-        verb = "defined" if t == "PolicyDefined" else "retired"
-        return (
-            p.get("policy_id", ""),
-            f"policy {verb}: {_short(p.get('name'))}",
-            _short(p.get("description") or p.get("reason")),
-        )
-    return e.stream_id, t, ""
+        return f"context_graph:{event.context_graph_id}", what, f"request: {asked}"
+    if isinstance(event, ContextGraphUsed):
+        what = f"context graph used by tool call {event.tool_call_id} ({event.usage_type})"
+        why = f"nodes used: {', '.join(event.node_ids)}" if event.node_ids else ""
+        return f"context_graph:{event.context_graph_id}", what, _short(why, 500)
+    if isinstance(event, PolicyDefined):
+        return event.policy_id, f"policy defined: {_short(event.name)}", _short(event.description)
+    if isinstance(event, PolicyRetired):
+        return event.policy_id, "policy retired", _short(event.reason)
+    return e.stream_id, e.event_type, ""
 
 
 def entry(e: RecordedEvent) -> TrailEntry:
     subject, what, why = describe(e)
-    meta = e.metadata
+    meta = e.metadata  # exported as stored, beside the payload
     return TrailEntry(
         e.position,
         e.recorded_at.isoformat(),

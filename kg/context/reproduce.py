@@ -10,6 +10,7 @@ from kg.context.builder import BUILDER_VERSION
 from kg.context.request import ContextRequest
 from kg.context.service import build_in_snapshot
 from kg.errors import EmbeddingError, NotFoundError
+from kg.events.context import ContextGraphBuilt
 from kg.events.envelope import RecordedEvent
 from kg.runtime import Runtime
 
@@ -59,18 +60,17 @@ async def logged_build(rt: Runtime, context_graph_id: str) -> RecordedEvent:
 async def reproduce_context_graph(rt: Runtime, context_graph_id: str) -> Reproduction:
     """Replay the log up to the graph's as-of position into a scratch schema, build the same
     request there, and compare hashes. The scratch schema is dropped afterwards."""
-    event = await logged_build(rt, context_graph_id)
-    payload = event.payload
-    request = ContextRequest.model_validate(payload["request"])
+    built = (await logged_build(rt, context_graph_id)).event_as(ContextGraphBuilt)
+    request = ContextRequest.model_validate(built.request)
     embedder = None
-    if payload.get("embedder"):
+    if built.embedder:
         embedder = rt.embedder
-        if embedder.model_id != payload["embedder"]:
+        if embedder.model_id != built.embedder:
             raise EmbeddingError(
-                f"context graph {context_graph_id} embedded its task with {payload['embedder']}, "
+                f"context graph {context_graph_id} embedded its task with {built.embedder}, "
                 f"but the configured embedder is {embedder.model_id}: set KG_EMBEDDER to match"
             )
-    as_of = int(payload["as_of_position"])
+    as_of = built.as_of_position
     schema = f"kg_repro_{uuid.uuid4().hex[:12]}"
     await create_replay_schema(rt.system_pool, schema)
     try:
@@ -79,13 +79,13 @@ async def reproduce_context_graph(rt: Runtime, context_graph_id: str) -> Reprodu
             graph = await build_in_snapshot(pool, rt.scope, request, embedder)
     finally:
         await drop_replay_schema(rt.system_pool, schema)
-    recorded, reproduced = set(payload["node_ids"]), {n.node_id for n in graph.nodes}
+    recorded, reproduced = set(built.node_ids), {n.node_id for n in graph.nodes}
     return Reproduction(
         context_graph_id,
         as_of,
-        payload["content_hash"],
+        built.content_hash,
         graph.content_hash,
         tuple(sorted(recorded - reproduced)),
         tuple(sorted(reproduced - recorded)),
-        int(payload.get("builder_version", 1)),
+        built.builder_version,
     )

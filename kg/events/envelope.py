@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from functools import cached_property
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from kg.events.base import DomainEvent, decode_event
+
+E = TypeVar("E", bound=DomainEvent)
 
 
 class EventMetadata(BaseModel):
@@ -57,6 +60,25 @@ class RecordedEvent:
     def decode(self) -> DomainEvent:
         """The domain event, upcast to the current schema version."""
         return decode_event(self.event_type, self.schema_version, self.payload)
+
+    @cached_property
+    def event(self) -> DomainEvent:
+        """The domain event, upcast and validated, decoded once: what every reader of the log
+        works on. ``payload`` is the stored form, for hashing and export only: a reader that
+        took fields from it by key would break at the first change of an event's schema."""
+        return self.decode()
+
+    def event_as(self, cls: type[E]) -> E:
+        """:attr:`event`, which must be a ``cls``."""
+        event = self.event
+        if not isinstance(event, cls):
+            raise TypeError(f"event at position {self.position} is a {self.event_type}, not {cls}")
+        return event
+
+    @cached_property
+    def meta(self) -> EventMetadata:
+        """The metadata, validated (who, which session and tool call, the source)."""
+        return EventMetadata.model_validate(self.metadata)
 
     @property
     def actor(self) -> str:

@@ -10,40 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+# The rule is part of the PolicyDefined event's stored schema, so the write side owns it: a
+# change to it is a change of an event schema (a version bump and an upcaster), not of policy
+# evaluation alone.
+from kg.events.policy import EFFECTS, Effect, PolicyRule
 
-Effect = Literal["deny", "redact", "allow_actions"]
-EFFECTS: tuple[str, ...] = ("deny", "redact", "allow_actions")
-
-
-class PolicyRule(BaseModel):
-    """The rule a Policy node carries in its properties."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    effect: Effect
-    actions: tuple[str, ...] = Field(
-        default=(), description="Tools/operations allowed (allow_actions)"
-    )
-    node_types: tuple[str, ...] = Field(default=(), description="Applies to nodes of these types")
-    labels: tuple[str, ...] = Field(
-        default=(), description="Applies to nodes with any of these labels"
-    )
-    scope: Literal["selected", "project", "tenant"] = Field(
-        default="selected",
-        description="'selected': GOVERNED_BY edges and the type/label selector; 'project' or "
-        "'tenant': every node of the project or of every project of the tenant",
-    )
-
-    @model_validator(mode="after")
-    def _actions_match_effect(self) -> PolicyRule:
-        if self.effect == "allow_actions" and not self.actions:
-            raise ValueError("an allow_actions policy must list at least one action")
-        if self.effect != "allow_actions" and self.actions:
-            raise ValueError(f"a {self.effect} policy cannot list actions")
-        return self
+__all__ = ["EFFECTS", "Effect", "NodeVerdict", "Policy", "PolicyRule"]
 
 
 @dataclass(frozen=True)

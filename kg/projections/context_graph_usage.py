@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import asyncpg
 
+from kg.events.context import ContextGraphUsed
 from kg.events.envelope import RecordedEvent
 from kg.projections.base import ProjectionContext
 
@@ -32,20 +33,22 @@ class ContextGraphUsageProjection:
         used = [e for e in events if e.event_type == "ContextGraphUsed"]
         if not used:
             return
-        rows = [
-            (
-                e.tenant_id,
-                e.project_id,
-                e.payload["context_graph_id"],
-                e.payload["tool_call_id"],
-                e.payload.get("usage_type", "read"),
-                json.dumps(e.payload.get("node_ids", [])),
-                e.metadata.get("actor", "system"),
-                e.recorded_at,
-                e.position,
+        rows = []
+        for e in used:
+            u = e.event_as(ContextGraphUsed)
+            rows.append(
+                (
+                    e.tenant_id,
+                    e.project_id,
+                    u.context_graph_id,
+                    u.tool_call_id,
+                    u.usage_type,
+                    json.dumps(list(u.node_ids)),
+                    e.meta.actor,
+                    e.recorded_at,
+                    e.position,
+                )
             )
-            for e in used
-        ]
         await conn.execute(_INSERT, *(list(col) for col in zip(*rows, strict=True)))
 
     async def reset(self, conn: asyncpg.Connection) -> None:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import asyncpg
 
+from kg.events.context import ContextGraphBuilt
 from kg.events.envelope import RecordedEvent
 from kg.projections.base import ProjectionContext
 
@@ -40,25 +41,25 @@ class ContextGraphsProjection:
             return
         rows = []
         for e in built:
-            p, m = e.payload, e.metadata
+            p, m = e.event_as(ContextGraphBuilt), e.meta
             rows.append(
                 (
                     e.tenant_id,
                     e.project_id,
-                    p["context_graph_id"],
-                    p["mode"],
-                    json.dumps(p["request"], sort_keys=True),
-                    p["as_of_position"],
-                    json.dumps(p["node_ids"]),
-                    json.dumps(p["edge_ids"]),
-                    p["content_hash"],
-                    json.dumps(p.get("policies_applied", [])),
-                    p.get("excluded_count", 0),
-                    p.get("redacted_count", 0),
-                    p["request"].get("session_id") or m.get("session_id"),
-                    p["request"].get("task_id"),
-                    m.get("actor", "system"),
-                    m.get("tool_call_id"),
+                    p.context_graph_id,
+                    p.mode,
+                    json.dumps(p.request, sort_keys=True),
+                    p.as_of_position,
+                    json.dumps(list(p.node_ids)),
+                    json.dumps(list(p.edge_ids)),
+                    p.content_hash,
+                    json.dumps(list(p.policies_applied)),
+                    p.excluded_count,
+                    p.redacted_count,
+                    p.request.get("session_id") or m.session_id,
+                    p.request.get("task_id"),
+                    m.actor,
+                    m.tool_call_id,
                     e.recorded_at,
                     e.position,
                 )

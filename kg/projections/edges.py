@@ -8,9 +8,9 @@ from typing import Any
 import asyncpg
 
 from kg.events.envelope import RecordedEvent
-from kg.events.knowledge import edge_id
+from kg.events.knowledge import EdgeAsserted, EdgeRetracted, NodeRetired
 from kg.projections.base import ProjectionContext, json_text, runs
-from kg.projections.normalise import MAPPED, graph_events
+from kg.projections.normalise import MAPPED, GraphChange, graph_changes
 
 HANDLES = frozenset({"EdgeAsserted", "EdgeRetracted", "NodeRetired"})
 
@@ -37,9 +37,10 @@ DELETE FROM kg_edges e USING unnest($1::text[], $2::text[], $3::text[]) AS x(t, 
 """
 
 
-def _edge_key(e: RecordedEvent) -> tuple[str, str, str]:
-    p = e.payload
-    return (e.tenant_id, e.project_id, edge_id(p["edge_type"], p["from_node"], p["to_node"]))
+def _edge_key(g: GraphChange) -> tuple[str, str, str]:
+    edge = g.change
+    assert isinstance(edge, EdgeAsserted | EdgeRetracted)
+    return (g.source.tenant_id, g.source.project_id, edge.edge_id)
 
 
 def _columns(keys: Sequence[tuple[Any, ...]]) -> list[list[Any]]:
@@ -54,38 +55,42 @@ class EdgesProjection:
     async def apply(
         self, conn: asyncpg.Connection, events: Sequence[RecordedEvent], ctx: ProjectionContext
     ) -> None:
-        mine = [e for e in graph_events(events) if e.event_type in HANDLES]
-        for kind, run in runs(mine, lambda e: e.event_type):
+        mine = [g for g in graph_changes(events) if g.kind in HANDLES]
+        for kind, run in runs(mine, lambda g: g.kind):
             if kind == "EdgeAsserted":
                 await self._upsert(conn, run)
             elif kind == "EdgeRetracted":
-                await conn.execute(_RETRACT, *_columns(list({_edge_key(e): None for e in run})))
+                await conn.execute(_RETRACT, *_columns(list({_edge_key(g): None for g in run})))
             else:
-                nodes = {(e.tenant_id, e.project_id, e.payload["node_id"]): None for e in run}
+                nodes: dict[tuple[str, str, str], None] = {}
+                for g in run:
+                    assert isinstance(g.change, NodeRetired)
+                    nodes[(g.source.tenant_id, g.source.project_id, g.change.node_id)] = None
                 await conn.execute(_DETACH, *_columns(list(nodes)))
 
-    async def _upsert(self, conn: asyncpg.Connection, run: list[RecordedEvent]) -> None:
-        first: dict[tuple[str, str, str], RecordedEvent] = {}
-        latest: dict[tuple[str, str, str], RecordedEvent] = {}
-        for e in run:
-            first.setdefault(_edge_key(e), e)
-            latest[_edge_key(e)] = e
+    async def _upsert(self, conn: asyncpg.Connection, run: list[GraphChange]) -> None:
+        first: dict[tuple[str, str, str], GraphChange] = {}
+        latest: dict[tuple[str, str, str], GraphChange] = {}
+        for g in run:
+            first.setdefault(_edge_key(g), g)
+            latest[_edge_key(g)] = g
         rows = []
-        for key, e in latest.items():
-            p = e.payload
+        for key, g in latest.items():
+            edge = g.change
+            assert isinstance(edge, EdgeAsserted)
             rows.append(
                 (
                     key[0],
                     key[1],
                     key[2],
-                    p["edge_type"],
-                    p["from_node"],
-                    p["to_node"],
-                    json_text(p.get("properties", {})),
-                    float(p.get("weight", 1.0)),
-                    first[key].recorded_at,
-                    e.recorded_at,
-                    e.position,
+                    edge.edge_type,
+                    edge.from_node,
+                    edge.to_node,
+                    json_text(edge.properties),
+                    float(edge.weight),
+                    first[key].source.recorded_at,
+                    g.source.recorded_at,
+                    g.source.position,
                 )
             )
         await conn.execute(_UPSERT, *_columns(rows))

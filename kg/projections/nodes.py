@@ -10,8 +10,9 @@ import asyncpg
 from kg.embeddings.base import content_hash
 from kg.embeddings.cache import check_index_model, embedding_text, ensure_cached
 from kg.events.envelope import RecordedEvent
+from kg.events.knowledge import NodeAsserted, NodeRetired
 from kg.projections.base import ProjectionContext, json_text, runs
-from kg.projections.normalise import MAPPED, graph_events
+from kg.projections.normalise import MAPPED, GraphChange, graph_changes
 
 HANDLES = frozenset({"NodeAsserted", "NodeRetired"})
 HNSW_INDEX = (
@@ -64,8 +65,9 @@ DELETE FROM kg_nodes n USING unnest($1::text[], $2::text[], $3::text[]) AS x(t, 
 """
 
 
-def _key(event: RecordedEvent) -> tuple[str, str, str]:
-    return (event.tenant_id, event.project_id, event.payload["node_id"])
+def _key(g: GraphChange) -> tuple[str, str, str]:
+    assert isinstance(g.change, NodeAsserted | NodeRetired)
+    return (g.source.tenant_id, g.source.project_id, g.change.node_id)
 
 
 class NodesProjection:
@@ -79,19 +81,19 @@ class NodesProjection:
     async def apply(
         self, conn: asyncpg.Connection, events: Sequence[RecordedEvent], ctx: ProjectionContext
     ) -> None:
-        mine = [e for e in graph_events(events) if e.event_type in HANDLES]
+        mine = [g for g in graph_changes(events) if g.kind in HANDLES]
         if not mine:
             return
-        asserted = [e for e in mine if e.event_type == "NodeAsserted"]
-        hashes: dict[int, str] = {}  # id(event) -> content hash of its embedding text
+        asserted = [g.change for g in mine if isinstance(g.change, NodeAsserted)]
+        hashes: dict[int, str] = {}  # id(change) -> content hash of its embedding text
         if asserted:
             await check_index_model(conn, ctx.embedder)
             texts = {}
-            for e in asserted:
-                text = embedding_text(e.payload["name"], e.payload.get("content", ""))
-                texts[hashes.setdefault(id(e), content_hash(text))] = text
+            for node in asserted:
+                text = embedding_text(node.name, node.content)
+                texts[hashes.setdefault(id(node), content_hash(text))] = text
             ctx.embedded += await ensure_cached(conn, ctx.embedder, texts)
-        for kind, run in runs(mine, lambda e: e.event_type):
+        for kind, run in runs(mine, lambda g: g.kind):
             if kind == "NodeAsserted":
                 await self._upsert(conn, run, ctx, hashes)
             else:
@@ -101,33 +103,33 @@ class NodesProjection:
     async def _upsert(
         self,
         conn: asyncpg.Connection,
-        run: list[RecordedEvent],
+        run: list[GraphChange],
         ctx: ProjectionContext,
         hashes: dict[int, str],
     ) -> None:
         # One row per node: the last state wins; a new node's created_at is its first assertion.
-        latest: dict[tuple[str, str, str], RecordedEvent] = {}
-        first: dict[tuple[str, str, str], RecordedEvent] = {}
-        for e in run:
-            first.setdefault(_key(e), e)
-            latest[_key(e)] = e
+        latest: dict[tuple[str, str, str], GraphChange] = {}
+        first: dict[tuple[str, str, str], GraphChange] = {}
+        for g in run:
+            first.setdefault(_key(g), g)
+            latest[_key(g)] = g
         cols: list[list[Any]] = [[] for _ in range(13)]
-        for key, e in latest.items():
-            p = e.payload
-            content = p.get("content", "")
+        for key, g in latest.items():
+            node, e = g.change, g.source
+            assert isinstance(node, NodeAsserted)
             values = (
                 e.tenant_id,
                 e.project_id,
-                p["node_id"],
-                p["node_type"],
-                p["name"],
-                json_text(p.get("properties", {})),
-                content,
-                json_text(list(p.get("labels", ()))),
-                hashes[id(e)],
-                first[key].recorded_at,
+                node.node_id,
+                node.node_type,
+                node.name,
+                json_text(node.properties),
+                node.content,
+                json_text(list(node.labels)),
+                hashes[id(node)],
+                first[key].source.recorded_at,
                 e.recorded_at,
-                first[key].position,
+                first[key].source.position,
                 e.position,
             )
             for col, value in zip(cols, values, strict=True):

@@ -1,80 +1,93 @@
-"""Domain events that amount to graph changes, rewritten as the graph events they mean.
+"""Domain events that amount to graph changes, rewritten as the typed graph events they mean.
 
 Policies are nodes; a decision is a node with INFORMED_BY, REFERENCES and SUPERSEDES edges.
-Both graph projections read the log through :func:`graph_events`, so this mapping exists once.
+Both graph projections read the log through :func:`graph_changes`, so this mapping exists once.
+Every change is built from the decoded, upcast event (:attr:`RecordedEvent.event`), never from
+the stored payload by key.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass
 
+from kg.events.decision import DecisionRecorded
 from kg.events.envelope import RecordedEvent
+from kg.events.knowledge import EdgeAsserted, EdgeRetracted, NodeAsserted, NodeRetired
+from kg.events.policy import PolicyDefined, PolicyRetired
 
 GRAPH_EVENTS = frozenset({"NodeAsserted", "NodeRetired", "EdgeAsserted", "EdgeRetracted"})
 MAPPED = frozenset({"PolicyDefined", "PolicyRetired", "DecisionRecorded"})
 
-
-def _as(event: RecordedEvent, event_type: str, payload: dict[str, Any]) -> RecordedEvent:
-    return replace(event, event_type=event_type, payload=payload)
+Change = NodeAsserted | NodeRetired | EdgeAsserted | EdgeRetracted
 
 
-def _edge(event: RecordedEvent, kind: str, a: str, b: str) -> RecordedEvent:
-    return _as(event, "EdgeAsserted", {"edge_type": kind, "from_node": a, "to_node": b})
+@dataclass(frozen=True, slots=True)
+class GraphChange:
+    """One change to the graph and the stored event it comes from (its place in the log)."""
+
+    source: RecordedEvent
+    change: Change
+
+    @property
+    def kind(self) -> str:
+        return self.change.event_type
 
 
-def _decision(event: RecordedEvent) -> Iterator[RecordedEvent]:
-    p = event.payload
-    node_id = f"decision:{p['decision_id']}"
-    content = p["text"] + (f"\n\nRationale: {p['rationale']}" if p.get("rationale") else "")
+def _edge(source: RecordedEvent, kind: str, a: str, b: str) -> GraphChange:
+    # Built from fields the domain event validated: constructed, not validated again.
+    return GraphChange(source, EdgeAsserted.model_construct(edge_type=kind, from_node=a, to_node=b))
+
+
+def _decision(source: RecordedEvent, d: DecisionRecorded) -> Iterator[GraphChange]:
+    content = d.text + (f"\n\nRationale: {d.rationale}" if d.rationale else "")
     properties = {
-        "decision_type": p.get("decision_type", "general"),
-        "confidence": p.get("confidence"),
-        "rationale": p.get("rationale", ""),
-        "context_graph_ids": list(p.get("context_graph_ids", ())),
+        "decision_type": d.decision_type,
+        "confidence": d.confidence,
+        "rationale": d.rationale,
+        "context_graph_ids": list(d.context_graph_ids),
     }
-    yield _as(
-        event,
-        "NodeAsserted",
-        {
-            "node_id": node_id,
-            "node_type": "Decision",
-            "name": " ".join(p["text"].split())[:200],
-            "content": content,
-            "properties": properties,
-            "labels": ["decision"],
-        },
+    node = NodeAsserted.model_construct(
+        node_id=d.node_id,
+        node_type="Decision",
+        name=" ".join(d.text.split())[:200],
+        content=content,
+        properties=properties,
+        labels=("decision",),
     )
-    for kind, key in (
-        ("INFORMED_BY", "informed_by"),
-        ("REFERENCES", "references"),
-        ("SUPERSEDES", "supersedes"),
+    yield GraphChange(source, node)
+    for kind, targets in (
+        ("INFORMED_BY", d.informed_by),
+        ("REFERENCES", d.references),
+        ("SUPERSEDES", d.supersedes),
     ):
-        for target in p.get(key, ()):
-            yield _edge(event, kind, node_id, target)
+        for target in targets:
+            yield _edge(source, kind, d.node_id, target)
 
 
-def graph_events(events: Iterable[RecordedEvent]) -> Iterator[RecordedEvent]:
-    """The graph-level events in ``events``, in order, with domain events rewritten."""
+def _policy(source: RecordedEvent, p: PolicyDefined) -> GraphChange:
+    node = NodeAsserted.model_construct(
+        node_id=p.policy_id,
+        node_type="Policy",
+        name=p.name,
+        content=p.description,
+        properties={"rule": p.rule.model_dump(mode="json")},
+        labels=("policy",),
+    )
+    return GraphChange(source, node)
+
+
+def graph_changes(events: Iterable[RecordedEvent]) -> Iterator[GraphChange]:
+    """The graph-level changes in ``events``, in order, with domain events rewritten."""
     for e in events:
-        if e.event_type in GRAPH_EVENTS:
-            yield e
-        elif e.event_type == "PolicyDefined":
-            p = e.payload
-            yield _as(
-                e,
-                "NodeAsserted",
-                {
-                    "node_id": p["policy_id"],
-                    "node_type": "Policy",
-                    "name": p["name"],
-                    "content": p.get("description", ""),
-                    "properties": {"rule": p["rule"]},
-                    "labels": ["policy"],
-                },
-            )
-        elif e.event_type == "PolicyRetired":
-            yield _as(e, "NodeRetired", {"node_id": e.payload["policy_id"]})
-        elif e.event_type == "DecisionRecorded":
-            yield from _decision(e)
+        if e.event_type not in GRAPH_EVENTS and e.event_type not in MAPPED:
+            continue
+        event = e.event
+        if isinstance(event, NodeAsserted | NodeRetired | EdgeAsserted | EdgeRetracted):
+            yield GraphChange(e, event)
+        elif isinstance(event, PolicyDefined):
+            yield _policy(e, event)
+        elif isinstance(event, PolicyRetired):
+            yield GraphChange(e, NodeRetired.model_construct(node_id=event.policy_id))
+        elif isinstance(event, DecisionRecorded):
+            yield from _decision(e, event)

@@ -8,39 +8,18 @@ an edit of the same event.
 
 from __future__ import annotations
 
-import uuid
-from datetime import UTC, datetime
-
 import asyncpg
 
 from kg.audit.verify import verify_tenant
 from kg.config import Scope
-from kg.db.tenancy import tenant_transaction
 from kg.events import EventStore, NodeAsserted
-from kg.events.hashing import canonical_event, chain_hash, standard_canonical_json
+from kg.events.hashing import standard_canonical_json
+from tests.support import append_raw
 
 
 async def append_as_the_old_kg_did(pool: asyncpg.Pool, scope: Scope, payload: dict) -> None:
-    async with tenant_transaction(pool, scope.tenant_id) as conn:
-        head, chain = await conn.fetchrow("SELECT * FROM kg_append_lock($1)", scope.tenant_id)
-        event_id, now = str(uuid.uuid4()), datetime.now(UTC)
-        payload_json = standard_canonical_json(payload, signed_zero=True)
-        prev = chain or "0" * 64
-        digest = chain_hash(
-            prev,
-            canonical_event(
-                position=head + 1, event_id=event_id, tenant_id=scope.tenant_id,
-                project_id=scope.project_id, stream_id="old", stream_version=1,
-                event_type="NodeAsserted", schema_version=1, payload_json=payload_json,
-                metadata_json='{"actor":"system"}', recorded_at=now, idempotency_key=None,
-            ),
-        )  # fmt: skip
-        await conn.fetchval(
-            "SELECT kg_append_events($1, $2, $3, NULL, $4, $5, ARRAY['old'], ARRAY[1], "
-            "ARRAY['NodeAsserted'], ARRAY[1], $6, ARRAY['{\"actor\":\"system\"}'], $7, $8)",
-            scope.tenant_id, scope.project_id, now, [head + 1], [event_id], [payload_json],
-            [prev], [digest],
-        )  # fmt: skip
+    payload_json = standard_canonical_json(payload, signed_zero=True)
+    await append_raw(pool, scope, "old", "NodeAsserted", 1, payload_json)
 
 
 async def test_an_event_hashed_with_negative_zero_verifies_and_is_named(
