@@ -40,6 +40,11 @@ class ConcurrencyConflictError(KgError):
         )
 
 
+class BackfillConflictError(KgError):
+    """Another backfill of the same legacy file into the same scope is running, or another
+    writer appended to one of its streams during this run."""
+
+
 class IdempotencyKeyReusedError(KgError):
     """An idempotency key was reused for a different command."""
 
