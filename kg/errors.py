@@ -19,6 +19,10 @@ class DatabaseUnavailableError(KgError):
     """The database cannot be reached or is not at the expected schema revision."""
 
 
+class ServerInUseError(KgError):
+    """The embedded server cannot be stopped: live ``kg`` processes are using it."""
+
+
 class SchemaNotReadyError(DatabaseUnavailableError):
     """The database is reachable but its schema is not at head: run ``kg db upgrade``."""
 

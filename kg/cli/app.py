@@ -14,6 +14,7 @@ from kg.cli.decisions import decision_app, lineage
 from kg.cli.demo import demo
 from kg.cli.projections import projections_app
 from kg.cli.query import query
+from kg.cli.server import server_app
 from mcp_server.cli import mcp
 
 app = typer.Typer(
@@ -28,6 +29,7 @@ app.command("init")(db.init)
 app.command("status")(db.status)
 app.command("demo")(demo)
 app.add_typer(db.db_app, name="db")
+app.add_typer(server_app, name="server")
 app.add_typer(audit_app, name="audit")
 app.command("backfill")(backfill)
 app.add_typer(projections_app, name="projections")
