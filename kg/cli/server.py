@@ -75,6 +75,7 @@ def stop(
         fail(str(exc))
         return
     if not was.running:
-        console.print(f"embedded PostgreSQL in {was.pgdata}: not running", markup=False)
+        state = "not running" if was.initialised else "not initialised"
+        console.print(f"embedded PostgreSQL in {was.pgdata}: {state}", markup=False)
         return
     console.print(f"stopped the embedded PostgreSQL in {was.pgdata} (pid {was.pid})", markup=False)
