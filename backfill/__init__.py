@@ -6,8 +6,9 @@ reported with the reason. Entry points: :func:`run_backfill` (``kg backfill``) a
 :func:`backfill.generate.generate` (a realistic legacy database for tests and benchmarks).
 """
 
-from backfill.importer import BackfillConflictError, BackfillOptions, run_backfill
+from backfill.importer import BackfillOptions, run_backfill
 from backfill.report import BackfillReport, RowIssue, TableReport
+from kg.errors import BackfillConflictError
 
 __all__ = [
     "BackfillConflictError",

@@ -6,13 +6,20 @@ to one stream (``backfill:org.db/decisions``) and every event names its row in
 skips those rows; the rest are appended in chunks of thousands of events, each chunk one
 transaction with
 
-* ``expected_version`` = the stream's version when the chunk was prepared, so a second
-  backfill of the same file running at the same time cannot interleave duplicates (it gets a
-  conflict and stops; its rerun skips what the first one imported), and
+* ``expected_version`` = the stream's version when the chunk was prepared, so another writer
+  appending to the stream during the run makes this one stop with a conflict, and
 * an idempotency key derived from the stream and the rows in the chunk, so a retried chunk
   (a client that lost the commit acknowledgement) is a no-op.
 
 A run killed midway has committed whole chunks only; the rerun skips them and imports the rest.
+
+Two backfills of the same file into the same scope never run side by side: a run holds a
+PostgreSQL advisory lock per file (tenant, project and file name) from before its first read
+to its end, and a second run that cannot take it stops at once with
+:class:`~kg.errors.BackfillConflictError`. (Without the lock, two runs with the same chunk size
+would both go on: the second's chunks match the first's idempotency keys and come back as
+duplicates instead of conflicts.) The lock is a session lock, so a killed run releases it with
+its connection.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +42,7 @@ from backfill.rows import Layout, MapContext, Row, TableSpec
 from backfill.session_tables import CallEdges, Functions, Memory
 from backfill.values import RowRejected, text
 from kg.config import Scope
-from kg.errors import ConcurrencyConflictError, KgError, ValidationError
+from kg.errors import BackfillConflictError, ConcurrencyConflictError, ValidationError
 from kg.events import EventMetadata, EventStore, PendingEvent
 
 #: Known tables in import order (functions before the edges and memory rows that name them).
@@ -54,10 +61,6 @@ SELECT DISTINCT payload->>'node_id' AS node_id FROM kg_events
  WHERE tenant_id = $1 AND event_type = 'NodeAsserted' AND project_id = $2
    AND payload->>'node_type' = 'Session'
 """
-
-
-class BackfillConflictError(KgError):
-    """Another writer appended to a backfill stream while this run was writing to it."""
 
 
 @dataclass(frozen=True)
@@ -252,32 +255,72 @@ class Backfill:
             rows = await conn.fetch(_SESSIONS, self.scope.tenant_id, self.scope.project_id)
         return {r["node_id"] for r in rows}
 
+    @contextlib.asynccontextmanager
+    async def _exclusive(self, databases: Sequence[LegacyDatabase]) -> AsyncIterator[None]:
+        """Hold this scope's backfill lock on each file for the run (nothing for a dry run).
+
+        Raises:
+            BackfillConflictError: another run holds one of them.
+        """
+        if self.options.dry_run:
+            yield
+            return
+        async with self.pool.acquire() as conn:
+            try:
+                for db in databases:
+                    taken = await conn.fetchval(
+                        "SELECT pg_try_advisory_lock(hashtextextended($1, 0))",
+                        lock_name(self.scope, db.label),
+                    )
+                    if not taken:
+                        raise BackfillConflictError(
+                            f"another backfill of {db.label} into {self.scope.tenant_id}/"
+                            f"{self.scope.project_id} is running; this run wrote nothing. "
+                            "Rerun when it has finished: rows it imported are skipped."
+                        )
+                yield
+            finally:
+                # a connection the server dropped has released its locks already
+                with contextlib.suppress(asyncpg.PostgresError, asyncpg.InterfaceError, OSError):
+                    await conn.execute("SELECT pg_advisory_unlock_all()")
+
     async def run(self, paths: Sequence[Path]) -> BackfillReport:
         databases = open_all(paths)
         report = BackfillReport(self.options.dry_run)
         try:
-            sessions = await self._sessions()
-            for db in databases:
-                ctx = MapContext(_prefix(db.label), Links(sessions=sessions))
-                for family in FAMILIES:
-                    if not any(spec.name in db.tables for spec in family):
-                        continue
-                    for spec in family:
-                        table = db.tables.get(spec.name)
-                        if table is None:
-                            report.tables.append(TableReport(db.label, spec.name, present=False))
-                            continue
-                        report.tables.append(await _TableImport(self, db, spec, table, ctx).run())
-            await self.drain()
+            async with self._exclusive(databases):
+                try:
+                    await self._run(databases, report)
+                finally:
+                    if self._inflight is not None:  # failed midway: a half-sent chunk rolls back
+                        self._inflight.cancel()
+                        with contextlib.suppress(BaseException):
+                            await self._inflight
+                        self._inflight = None
         finally:
-            if self._inflight is not None:  # failed midway: a half-sent chunk rolls back
-                self._inflight.cancel()
-                with contextlib.suppress(BaseException):
-                    await self._inflight
-                self._inflight = None
             for db in databases:
                 db.close()
         return report
+
+    async def _run(self, databases: Sequence[LegacyDatabase], report: BackfillReport) -> None:
+        sessions = await self._sessions()
+        for db in databases:
+            ctx = MapContext(_prefix(db.label), Links(sessions=sessions))
+            for family in FAMILIES:
+                if not any(spec.name in db.tables for spec in family):
+                    continue
+                for spec in family:
+                    table = db.tables.get(spec.name)
+                    if table is None:
+                        report.tables.append(TableReport(db.label, spec.name, present=False))
+                        continue
+                    report.tables.append(await _TableImport(self, db, spec, table, ctx).run())
+        await self.drain()
+
+
+def lock_name(scope: Scope, label: str) -> str:
+    """What a run's advisory lock on one legacy file is keyed on (hashed to 64 bits)."""
+    return f"kg backfill\n{scope.tenant_id}\n{scope.project_id}\n{label}"
 
 
 def open_all(paths: Sequence[Path]) -> list[LegacyDatabase]:

@@ -19,6 +19,10 @@ class DatabaseUnavailableError(KgError):
     """The database cannot be reached or is not at the expected schema revision."""
 
 
+class ServerInUseError(KgError):
+    """The embedded server cannot be stopped: live ``kg`` processes are using it."""
+
+
 class SchemaNotReadyError(DatabaseUnavailableError):
     """The database is reachable but its schema is not at head: run ``kg db upgrade``."""
 
@@ -38,6 +42,11 @@ class ConcurrencyConflictError(KgError):
             f"stream {stream_id!r} is at version {actual}, but the append expected version "
             f"{expected}; nothing was written. Re-read the stream and retry the command."
         )
+
+
+class BackfillConflictError(KgError):
+    """Another backfill of the same legacy file into the same scope is running, or another
+    writer appended to one of its streams during this run."""
 
 
 class IdempotencyKeyReusedError(KgError):

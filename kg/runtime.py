@@ -15,6 +15,7 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import asyncpg
 
@@ -113,22 +114,39 @@ async def open_runtime(
     max_size: int = 10,
     embedder: EmbeddingProvider | None = None,
     as_of_schema: str | None = None,
+    connect_timeout: float | None = None,
+    command_timeout: float | None = None,
 ) -> AsyncIterator[Runtime]:
-    """``as_of_schema`` (default: ``KG_AS_OF_SCHEMA``) opens a kept replay read-only."""
+    """``as_of_schema`` (default: ``KG_AS_OF_SCHEMA``) opens a kept replay read-only.
+
+    ``connect_timeout`` bounds each connection's start-up (asyncpg's default is 60 s, which a
+    server that accepts connections and never answers makes a git hook wait in full);
+    ``command_timeout`` bounds every statement. Either raises :class:`TimeoutError` (a connect
+    timeout arrives as :class:`~kg.errors.DatabaseUnavailableError`)."""
     settings = settings or Settings.from_env()
     if settings.state_dir.exists():  # also gives a folder made by an older kg its .gitignore
         ensure_state_dir(settings.state_dir)
     url = url or resolve_database_url(settings)
     schema = as_of_schema or os.environ.get(AS_OF_ENV) or None
     path = search_path(schema) if schema else None
+    limits: dict[str, Any] = {}
+    if connect_timeout is not None:
+        limits["timeout"] = connect_timeout
+    if command_timeout is not None:
+        limits["command_timeout"] = command_timeout
     system_pool = await create_pool(
-        url, app_role=False, max_size=max_size, search_path=path, read_only=bool(schema)
+        url, app_role=False, max_size=max_size, search_path=path, read_only=bool(schema), **limits
     )
     try:
         await check_schema(system_pool, url)
         as_of = await load_as_of(system_pool, schema) if schema else None
         app_pool = await create_pool(
-            url, app_role=True, max_size=max_size, search_path=path, read_only=bool(schema)
+            url,
+            app_role=True,
+            max_size=max_size,
+            search_path=path,
+            read_only=bool(schema),
+            **limits,
         )
         try:
             yield Runtime(settings, url, app_pool, system_pool, embedder, as_of=as_of)

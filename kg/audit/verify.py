@@ -62,7 +62,8 @@ async def verify_tenant(pool: asyncpg.Pool, tenant_id: str, *, batch: int = 5000
     """Walk ``tenant_id``'s chain in position order and report the first event that breaks it.
 
     An edited event no longer matches its own hash; a removed event breaks its successor's
-    ``prev_hash`` link; removed events at the end disagree with the recorded chain head.
+    ``prev_hash`` link; removed events at the end, or a changed ``kg_chain_heads`` row, disagree
+    with the recorded chain head (:func:`head_problem` says which value differs).
     """
     count, prev, signed_zero = 0, GENESIS_HASH, 0
     async with tenant_transaction(pool, tenant_id, isolation="repeatable_read") as conn:
@@ -75,7 +76,7 @@ async def verify_tenant(pool: asyncpg.Pool, tenant_id: str, *, batch: int = 5000
             tenant_id,
             prefetch=batch,
         )
-        last_position = 0
+        last_position, hash_at_head = 0, None
         async for row in cursor:
             event = record_from_row(row)
             if event.prev_hash != prev:
@@ -98,16 +99,68 @@ async def verify_tenant(pool: asyncpg.Pool, tenant_id: str, *, batch: int = 5000
                     "its content does not match its hash: the event was edited after it was "
                     "written",
                 )
+            if head is not None and event.position == head["position"]:
+                hash_at_head = event.hash
             prev, last_position, count = event.hash, event.position, count + 1
-        if head is not None and (head["position"], head["hash"]) != (last_position, prev):
-            return VerifyReport(
-                tenant_id,
-                count,
-                None,
-                f"the chain head records position {head['position']}, but the last event is at "
-                f"{last_position}: events at the end were removed",
-            )
+        recorded = None if head is None else (int(head["position"]), str(head["hash"]))
+        problem = head_problem(recorded, (last_position, prev), count, hash_at_head)
+        if problem is not None:
+            return VerifyReport(tenant_id, count, None, problem)
     return VerifyReport(tenant_id, count, signed_zero_events=signed_zero)
+
+
+def _short(digest: str) -> str:
+    return digest[:16] + "..." if len(digest) > 16 else digest
+
+
+def head_problem(
+    recorded: tuple[int, str] | None,
+    computed: tuple[int, str],
+    count: int,
+    hash_at_recorded: str | None,
+) -> str | None:
+    """What differs between the chain head recorded in ``kg_chain_heads`` and the one the walk
+    computed (the last event's position and hash), or None when they agree.
+
+    Every event has already been checked against its own hash and its predecessor, so a
+    disagreement here is either events missing at the end or a head row that was changed; the
+    message names the recorded and the computed values so a reviewer can tell which.
+    """
+    position, digest = computed
+    if recorded is None:
+        if count == 0:
+            return None
+        return (
+            f"no chain head is recorded in kg_chain_heads, but the log holds {count} events "
+            f"ending at position {position} (hash {_short(digest)}): the head row was deleted"
+        )
+    head_position, head_hash = recorded
+    if (head_position, head_hash) == computed:
+        return None
+    said = (
+        f"the chain head in kg_chain_heads records position {head_position} with hash "
+        f"{_short(head_hash)}"
+    )
+    if head_position == position:
+        return (
+            f"{said}, but the event at position {position} hashes to {_short(digest)}: "
+            "the head's hash was overwritten (every event checks out)"
+        )
+    if head_position > position:
+        return (
+            f"{said}, but the last event is at position {position} (hash {_short(digest)}): "
+            "events at the end were removed, or the head row was overwritten"
+        )
+    if hash_at_recorded == head_hash:
+        at = "which matches the event there"
+    elif hash_at_recorded is None:
+        at = "where the log holds no event of this tenant"
+    else:
+        at = f"but the event there hashes to {_short(hash_at_recorded)}"
+    return (
+        f"{said}, {at}; the log continues to position {position} (hash {_short(digest)}): "
+        "the head row was moved back, or events were added without moving it"
+    )
 
 
 async def find_position_gaps(pool: asyncpg.Pool, *, limit: int = 10) -> list[int]:

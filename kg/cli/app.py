@@ -106,6 +106,11 @@ COMMANDS: dict[str, Lazy] = {
         "Create a new spec file from a template (typed by the schema map, lint-clean).",
     ),
     "hooks": Lazy("kg.cli.hooks", "hooks_app", "Git hooks: lint staged specs, sync the graph."),
+    "server": Lazy(
+        "kg.cli.server",
+        "server_app",
+        "The project's embedded PostgreSQL: is it running, who holds it, stop it.",
+    ),
 }
 
 

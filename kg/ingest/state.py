@@ -183,3 +183,27 @@ async def orphan_requirements(
         list(candidates),
     )
     return [r["node_id"] for r in rows]
+
+
+async def log_mark(conn: asyncpg.Connection, scope: Scope) -> tuple[int, str] | None:
+    """The position and hash of the tenant's last event (None: the tenant has none).
+
+    The hash chains every event before it, so a database that still holds this event with
+    this hash holds the same log up to it: what a sync recorded is still there.
+    """
+    row = await conn.fetchrow(
+        "SELECT position, hash FROM kg_events WHERE tenant_id = $1 "
+        "ORDER BY tenant_id, position DESC LIMIT 1",
+        scope.tenant_id,
+    )
+    return None if row is None else (int(row["position"]), str(row["hash"]))
+
+
+async def holds_mark(conn: asyncpg.Connection, scope: Scope, mark: tuple[int, str]) -> bool:
+    """Whether the tenant's log still has the event ``mark`` names, with the same hash."""
+    found = await conn.fetchval(
+        "SELECT hash FROM kg_events WHERE tenant_id = $1 AND position = $2",
+        scope.tenant_id,
+        mark[0],
+    )
+    return bool(found == mark[1])

@@ -3,8 +3,11 @@
 The state is keyed by database and scope: the same checkout synced into two databases (or two
 projects of one) keeps one commit for each, so switching ``KG_DATABASE_URL`` never makes a sync
 skip files the other database has not seen. The database is identified by a hash of its
-password-free URL. Writes go to a temporary file renamed into place, so a crash never leaves
-half a file.
+password-free URL. A URL does not say what the database holds, though (it may have been reset,
+restored from a backup or replaced since), so each entry also keeps a *log mark*: the position
+and hash of the tenant's last event when the sync ended. The next sync trusts the entry only if
+the database still holds that event with that hash (see :func:`kg.ingest.state.holds_mark`).
+Writes go to a temporary file renamed into place, so a crash never leaves half a file.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import hashlib
 import json
 import os
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -40,18 +44,49 @@ def _load(state_dir: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def last_synced(state_dir: Path, key: str) -> str | None:
+LogMark = tuple[int, str]
+"""(position, hash) of the tenant's last event after a sync."""
+
+
+@dataclass(frozen=True, slots=True)
+class Synced:
+    """One entry of the state: the commit synced, and the log mark it was synced into."""
+
+    commit: str
+    #: None: the tenant's log was empty (nothing was ingested)
+    log: LogMark | None
+    #: False for an entry written before log marks existed: it cannot be checked
+    has_mark: bool = True
+
+
+def last_synced(state_dir: Path, key: str) -> Synced | None:
     entry = _load(state_dir).get("synced", {}).get(key)
-    commit = entry.get("commit") if isinstance(entry, dict) else None
-    return commit if isinstance(commit, str) else None
+    if not isinstance(entry, dict) or not isinstance(entry.get("commit"), str):
+        return None
+    if "log" not in entry:
+        return Synced(entry["commit"], None, has_mark=False)
+    log = entry["log"]
+    if log is None:
+        return Synced(entry["commit"], None)
+    if (
+        isinstance(log, dict)
+        and isinstance(log.get("position"), int)
+        and isinstance(log.get("hash"), str)
+    ):
+        return Synced(entry["commit"], (log["position"], log["hash"]))
+    return Synced(entry["commit"], None, has_mark=False)
 
 
-def record_synced(state_dir: Path, key: str, commit: str) -> None:
+def record_synced(state_dir: Path, key: str, commit: str, log: LogMark | None) -> None:
     data = _load(state_dir)
     synced = data.setdefault("synced", {})
     if not isinstance(synced, dict):
         synced = data["synced"] = {}
-    synced[key] = {"commit": commit, "at": datetime.now(UTC).isoformat(timespec="seconds")}
+    synced[key] = {
+        "commit": commit,
+        "at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "log": None if log is None else {"position": log[0], "hash": log[1]},
+    }
     ensure_state_dir(state_dir)
     tmp = state_dir / f".{STATE_FILE}.{os.getpid()}.tmp"
     tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")

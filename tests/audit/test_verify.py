@@ -87,3 +87,47 @@ async def test_rehashing_one_event_still_breaks_the_chain(
         system_pool, "UPDATE kg_events SET hash = repeat('a', 64) WHERE position = 3"
     )
     assert (await verify_tenant(app_pool, "acme")).broken_position == 3
+
+
+async def test_an_overwritten_chain_head_hash_is_named_as_such(
+    ten_events: None, app_pool: asyncpg.Pool, system_pool: asyncpg.Pool
+) -> None:
+    """Every event intact, only the ``kg_chain_heads`` row forged: no event was removed, and
+    the report says which of the head's two values differs."""
+    await behind_the_triggers_back(
+        system_pool, "UPDATE kg_chain_heads SET hash = repeat('b', 64) WHERE tenant_id = 'acme'"
+    )
+    report = await verify_tenant(app_pool, "acme")
+    assert not report.ok
+    text = str(report)
+    assert "removed" not in text
+    assert "kg_chain_heads" in text and "hash" in text
+    assert "bbbbbbbbbbbb" in text, "the recorded hash is shown"
+    assert "position 10" in text, "the position both agree on is named"
+
+
+async def test_a_chain_head_moved_back_is_not_reported_as_removed_events(
+    ten_events: None, app_pool: asyncpg.Pool, system_pool: asyncpg.Pool
+) -> None:
+    async with system_pool.acquire() as conn:
+        hash_at_7 = await conn.fetchval("SELECT hash FROM kg_events WHERE position = 7")
+    await behind_the_triggers_back(
+        system_pool,
+        f"UPDATE kg_chain_heads SET position = 7, hash = '{hash_at_7}' WHERE tenant_id = 'acme'",
+    )
+    report = await verify_tenant(app_pool, "acme")
+    assert not report.ok
+    text = str(report)
+    assert "removed" not in text
+    assert "position 7" in text and "position 10" in text
+
+
+async def test_a_deleted_chain_head_is_found(
+    ten_events: None, app_pool: asyncpg.Pool, system_pool: asyncpg.Pool
+) -> None:
+    await behind_the_triggers_back(
+        system_pool, "DELETE FROM kg_chain_heads WHERE tenant_id = 'acme'"
+    )
+    report = await verify_tenant(app_pool, "acme")
+    assert not report.ok
+    assert "kg_chain_heads" in str(report) and "position 10" in str(report)

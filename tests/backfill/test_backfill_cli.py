@@ -118,3 +118,42 @@ async def test_a_run_killed_midway_is_finished_by_the_rerun_without_duplicates(
 
     again = kg("backfill", *paths, env=env, cwd=tmp_path)
     assert again.returncode == 0 and await store.count(scope) == legacy.events
+
+
+async def test_a_second_backfill_of_the_same_file_stops_with_a_conflict(
+    env: dict[str, str], tmp_path: Path, legacy: GeneratedLegacy, store: EventStore, scope: Scope
+) -> None:
+    """Two real backfills of one file with the same chunk size: the second must not run beside
+    the first (it used to, its chunks matching the first's by idempotency key), but stop at
+    once with one line saying why and that a rerun resumes."""
+    org = str(legacy.paths[0])
+    assert org.endswith("org.db")
+    first = start_killable_backfill([org], env, tmp_path)
+    try:
+        assert first.stderr is not None
+        seen = [first.stderr.readline()]
+        while seen[-1] and not seen[-1].startswith("committed "):
+            seen.append(first.stderr.readline())
+        assert seen[-1].startswith("committed org.db/decisions: 100 rows"), "".join(seen)
+        before = await store.count(scope)
+
+        second = kg("backfill", org, "--chunk-size", "100", "--no-catch-up", env=env, cwd=tmp_path)
+        assert second.returncode == 1, second.stdout
+        message = [x for x in second.stderr.splitlines() if x.strip()]
+        assert len(message) == 1, second.stderr
+        assert "another backfill of org.db" in message[0] and "rerun" in message[0].lower()
+        assert await store.count(scope) == before, "the second run wrote nothing"
+
+        other_file = kg("backfill", str(legacy.paths[1]), "--no-catch-up", env=env, cwd=tmp_path)
+        assert other_file.returncode == 0, "another file is not blocked: " + other_file.stderr
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+
+    rerun = kg("backfill", org, "--no-catch-up", env=env, cwd=tmp_path)
+    assert rerun.returncode == 0, rerun.stderr
+    assert counts(rerun.stdout)["org.db/decisions"][1:3] == [
+        str(legacy.importable("decisions") - 100),
+        "100",
+    ]
+    assert await store.count(scope) == legacy.events

@@ -42,7 +42,7 @@ NO_GRAPH_CONTENT = {
     "init", "status", "demo", "db upgrade", "db downgrade", "backfill", "projections status",
     "projections catch-up", "projections rebuild", "projections run", "context use", "mcp",
     "ingest", "sync", "lint", "new", "hooks install", "audit verify", "audit replay",
-    "audit context",
+    "audit context", "server status", "server stop",
     # The reviewer's export of the log as recorded (system role); it is not a graph read and
     # policies govern what agents are given, not what the audit trail holds.
     "audit trail",

@@ -106,9 +106,11 @@ def test_post_commit_fails_open_with_the_database_unreachable(repo: Repo) -> Non
     done = commit(repo, "while the database is down")
     assert done.returncode == 0
     assert repo.git("log", "--format=%s").stdout.strip() == "while the database is down"
-    assert "kg: post-commit sync failed; see" in done.stderr
+    assert "kg: graph sync skipped, the database is unavailable" in done.stderr
+    assert "run `kg sync` when it is back" in done.stderr
     log = (repo.root / ".kg/hooks.log").read_text()
-    assert "sync: error: cannot connect to postgresql://bob:***@127.0.0.1:1/nowhere" in log
+    assert "sync: skipped, the database is unavailable: cannot connect to " in log
+    assert "postgresql://bob:***@127.0.0.1:1/nowhere" in log
     assert "s3cret" not in log + done.stderr
 
 

@@ -107,6 +107,36 @@ async def test_full_scan_when_the_synced_commit_is_gone_or_the_schema_map_change
     assert retyped.ingest is not None and retyped.ingest.changed == ["docs/a.md"]
 
 
+async def test_a_sync_state_the_database_does_not_bear_out_is_not_trusted(
+    runtime: Runtime, tmp_path: Path
+) -> None:
+    """The state names the tenant's last event after the sync; a database without that event
+    (here: the mark forged, as a restore from an older backup would leave it) gets a full scan,
+    and so does an entry written before marks were kept."""
+    repo = Repo(tmp_path)
+    repo.write("docs/a.md", "# A\n")
+    repo.commit()
+    await sync_project(runtime)
+    state_file = tmp_path / ".kg/sync-state.json"
+    state = json.loads(state_file.read_text())
+    (entry,) = state["synced"].values()
+    position, digest = entry["log"]["position"], entry["log"]["hash"]
+    assert position == await runtime.store.last_position(runtime.scope) and len(digest) == 64
+    assert (await sync_project(runtime)).mode == "up to date"
+
+    entry["log"] = {"position": position, "hash": "f" * 64}
+    state_file.write_text(json.dumps(state))
+    forged = await sync_project(runtime)
+    assert forged.mode == "full"
+    assert "no longer holds the log" in forged.reason and f"position {position}" in forged.reason
+
+    del entry["log"]
+    state_file.write_text(json.dumps(state))
+    old = await sync_project(runtime)
+    assert (old.mode, old.reason) == ("full", "the sync state predates database checks")
+    assert (await sync_project(runtime)).mode == "up to date"
+
+
 async def test_outside_git_every_sync_is_a_cheap_full_scan(
     runtime: Runtime, tmp_path: Path
 ) -> None:

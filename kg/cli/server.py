@@ -1,0 +1,81 @@
+"""``kg server status|stop``: the project's embedded PostgreSQL (``.kg/pgdata``)."""
+
+from __future__ import annotations
+
+import typer
+
+from kg.cli.common import console, fail
+from kg.config import Settings
+
+server_app = typer.Typer(
+    help="The project's embedded PostgreSQL: is it running, who holds it, stop it.",
+    no_args_is_help=True,
+)
+
+
+def _pgdata_and_note() -> tuple[Settings, str | None]:
+    settings = Settings.from_env()
+    note = (
+        "note: KG_DATABASE_URL is set, so kg uses that server, not this embedded one"
+        if settings.database_url
+        else None
+    )
+    return settings, note
+
+
+@server_app.command("status")
+def status() -> None:
+    """Whether the embedded server runs (pid, data folder, socket) and which kg processes
+    hold it. Handles left by killed processes are pruned and named."""
+    from kg.db.server_control import server_status
+
+    settings, note = _pgdata_and_note()
+    found = server_status(settings.state_dir / "pgdata")
+    if note:
+        console.print(note, markup=False)
+    if not found.initialised:
+        console.print(f"embedded PostgreSQL in {found.pgdata}: not initialised", markup=False)
+    elif found.running:
+        since = f", since {found.started:%Y-%m-%d %H:%M:%S}" if found.started else ""
+        socket = f", socket in {found.socket_dir}" if found.socket_dir else ""
+        console.print(
+            f"embedded PostgreSQL in {found.pgdata}: running (pid {found.pid}{since}{socket})",
+            markup=False,
+        )
+    else:
+        console.print(f"embedded PostgreSQL in {found.pgdata}: not running", markup=False)
+    if found.holders:
+        console.print(f"held by {len(found.holders)} kg process(es):")
+        for holder in found.holders:
+            console.print(f"  pid {holder.pid}: {holder.command}", markup=False)
+    elif found.running:
+        console.print("held by no kg process: the next kg to exit stops it, or `kg server stop`")
+    if found.pruned:
+        pids = ", ".join(str(p) for p in found.pruned)
+        console.print(f"removed the handles of processes that are gone: pid {pids}")
+
+
+@server_app.command("stop")
+def stop(
+    force: bool = typer.Option(
+        False, "--force", help="Stop it even while kg processes hold it (cuts their connections)."
+    ),
+) -> None:
+    """Stop the embedded server cleanly. Refused while live kg processes hold it, unless
+    --force."""
+    from kg.db.server_control import stop_server
+    from kg.errors import KgError
+
+    settings, note = _pgdata_and_note()
+    if note:
+        console.print(note, markup=False)
+    try:
+        was = stop_server(settings.state_dir / "pgdata", force=force)
+    except KgError as exc:
+        fail(str(exc))
+        return
+    if not was.running:
+        state = "not running" if was.initialised else "not initialised"
+        console.print(f"embedded PostgreSQL in {was.pgdata}: {state}", markup=False)
+        return
+    console.print(f"stopped the embedded PostgreSQL in {was.pgdata} (pid {was.pid})", markup=False)
