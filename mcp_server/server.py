@@ -23,9 +23,11 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.stdio import stdio_server
 from mcp_types import CallToolResult, InputRequiredResult
 
+from kg.db.lost import as_unavailable
 from kg.errors import KgError
 from kg.events.base import describe_validation_error
 from kg.runtime import Runtime, open_runtime
+from kg.validation import bounded
 from mcp_server.state import AppState, KgContext
 from mcp_server.stdio import StdinLines
 from mcp_server.tools import kg_tools
@@ -60,14 +62,19 @@ class KgMCPServer(MCPServer[AppState]):
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError as exc:
             # The SDK hides the text of unexpected exceptions; a KgError is a user-caused,
-            # actionable one (and never names policy-denied content), so it is passed on.
-            if isinstance(exc.__cause__, KgError):
-                raise ToolError(f"Error executing tool {name}: {exc.__cause__}") from exc.__cause__
+            # actionable one (and never names policy-denied content), so it is passed on, as
+            # is a lost database connection (which says only that, and that a retry resumes).
+            cause = exc.__cause__
+            error = cause if isinstance(cause, KgError) else as_unavailable(exc)
+            if error is not None:
+                raise ToolError(f"Error executing tool {name}: {bounded(str(error))}") from cause
             raise
         except ToolError as exc:
             if isinstance(exc.__cause__, pydantic.ValidationError):
                 reason = describe_validation_error(exc.__cause__, "arguments")
-                raise ToolError(f"Error executing tool {name}: {reason}") from exc.__cause__
+                raise ToolError(
+                    f"Error executing tool {name}: {bounded(reason)}"
+                ) from exc.__cause__
             raise
 
     async def run_stdio_lines(self, stdin: StdinLines) -> None:

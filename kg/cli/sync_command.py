@@ -52,8 +52,15 @@ def main(full: bool) -> int:
     every ``kg`` command does."""
     try:
         return sync(full)
-    except KgError as exc:
+    except Exception as exc:
+        from kg.db.lost import as_unavailable
+
+        error = exc if isinstance(exc, KgError) else as_unavailable(exc)
+        if error is None:
+            raise
+        from rich.markup import escape
+
         from kg.cli.consoles import err_console
 
-        err_console.print(f"[bold red]error:[/] {exc}")
+        err_console.print(f"[bold red]error:[/] {escape(str(error))}")
         return 1
