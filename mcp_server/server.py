@@ -21,6 +21,7 @@ import pydantic
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
 from mcp_types import CallToolResult, InputRequiredResult
 
 from kg.db.lost import as_unavailable
@@ -31,6 +32,7 @@ from kg.validation import bounded
 from mcp_server.state import AppState, KgContext
 from mcp_server.stdio import StdinLines
 from mcp_server.tools import kg_tools
+from mcp_server.unreadable import answer_unreadable
 
 INSTRUCTIONS = """\
 Project knowledge (specs, ADRs, components, policies, past decisions) as a graph with an audit
@@ -80,9 +82,16 @@ class KgMCPServer(MCPServer[AppState]):
     async def run_stdio_lines(self, stdin: StdinLines) -> None:
         """``run_stdio_async``, reading the client's messages from ``stdin`` (see
         :mod:`mcp_server.stdio`); stdout is still the SDK's, which keeps stray prints off it."""
-        async with stdio_server(stdin=cast("anyio.AsyncFile[str]", stdin)) as (read, write):
+        async with (
+            stdio_server(stdin=cast("anyio.AsyncFile[str]", stdin)) as (read, write),
+            anyio.create_task_group() as tg,
+        ):
+            # Requests the SDK cannot parse (a lone surrogate) are answered, not dropped.
+            forward, readable = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+            tg.start_soon(answer_unreadable, read, forward, write)
             lowlevel = self._lowlevel_server
-            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+            await lowlevel.run(readable, write, lowlevel.create_initialization_options())
+            tg.cancel_scope.cancel()  # the forwarder may still wait on stdin
 
 
 @asynccontextmanager
