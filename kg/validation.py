@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 from typing import Annotated
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, Field
 
 from kg.errors import ValidationError
 
@@ -84,21 +84,34 @@ def without_controls(value: str) -> str:
     return " ".join(_CONTROL.sub(" ", value).split())
 
 
-def _storable(value: str) -> str:
+def ensure_storable(value: str) -> str:
+    """:func:`unstorable_reason` as a pydantic validator (pydantic names the field)."""
     reason = unstorable_reason(value)
     if reason is not None:
-        raise ValueError(reason)  # pydantic names the field
+        raise ValueError(reason)
     return value
 
 
-# For pydantic models and MCP tool signatures: the same check, the field named by pydantic.
-StorableStr = Annotated[str, AfterValidator(_storable)]
+# For pydantic models and MCP tool signatures: the length is checked first (so a 10 MB value
+# is refused without being scanned), then the characters. Constraints added around these
+# aliases would apply after the scan, so each bound has its alias.
+_STORABLE = AfterValidator(ensure_storable)
+IdStr = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS), _STORABLE]
+PathStr = Annotated[str, Field(min_length=1, max_length=MAX_PATH_CHARS), _STORABLE]
+ShortStr = Annotated[str, Field(min_length=1, max_length=200), _STORABLE]
+TypeStr = Annotated[str, Field(min_length=1, max_length=100), _STORABLE]
+UsageStr = Annotated[str, Field(min_length=1, max_length=50), _STORABLE]
+QueryStr = Annotated[str, Field(max_length=4000), _STORABLE]
+LongStr = Annotated[str, Field(max_length=MAX_TEXT_CHARS), _STORABLE]
 
 
 def clip_many(values: Iterable[str], shown: int = 5) -> str:
     """Up to ``shown`` values, each :func:`clip`\\ ped, and how many more there were."""
     items = list(values)
-    text = ", ".join(clip(v) for v in items[:shown])
+    # Short printable ids read best bare (as before); anything else is clipped and quoted.
+    text = ", ".join(
+        v if len(v) <= CLIP_CHARS and v.isprintable() else clip(v) for v in items[:shown]
+    )
     return text if len(items) <= shown else f"{text} and {len(items) - shown} more"
 
 

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 from kg import decisions, graph_queries, lineage
 from kg.context import service
 from kg.context.result import ContextGraph
-from kg.validation import MAX_ID_CHARS, MAX_PATH_CHARS, StorableStr
+from kg.validation import IdStr, LongStr, PathStr, QueryStr, ShortStr, TypeStr, UsageStr
 from mcp_server.models import (
     ContextGraphOut,
     ContextUsageOut,
@@ -39,12 +39,11 @@ from mcp_server.state import KgContext, metadata_of, runtime_of
 
 # Every string argument is bounded and storable (no NUL, no lone surrogate: kg.validation),
 # so the SDK refuses a bad one by name before any work is done.
-Id = Annotated[StorableStr, Field(min_length=1, max_length=MAX_ID_CHARS)]
+Id = IdStr
 NodeIds = Annotated[tuple[Id, ...], Field(max_length=1000)]
-ProjectPath = Annotated[StorableStr, Field(min_length=1, max_length=MAX_PATH_CHARS)]
+ProjectPath = PathStr
 SessionId = Annotated[
-    StorableStr | None,
-    Field(max_length=200, description="The agent's session id, recorded with the event"),
+    ShortStr | None, Field(description="The agent's session id, recorded with the event")
 ]
 
 
@@ -76,8 +75,7 @@ async def build_context_graph(
         Field(max_length=100, description="Node ids to start from, e.g. 'component:checkout'"),
     ] = (),
     task: Annotated[
-        StorableStr | None,
-        Field(max_length=4000, description="What you are doing, in a sentence or two"),
+        QueryStr | None, Field(description="What you are doing, in a sentence or two")
     ] = None,
     mode: Annotated[
         Literal["anchor", "semantic", "policy_first"] | None,
@@ -115,9 +113,7 @@ async def build_context_graph(
         int, Field(ge=1, le=50, description="Semantic matches used as anchors")
     ] = 8,
     session_id: SessionId = None,
-    task_id: Annotated[
-        StorableStr | None, Field(max_length=200, description="Your task's id")
-    ] = None,
+    task_id: Annotated[ShortStr | None, Field(description="Your task's id")] = None,
 ) -> Annotated[CallToolResult, ContextGraphOut]:
     """Build a small, policy-filtered context graph for this turn and log it (ContextGraphBuilt).
 
@@ -144,18 +140,13 @@ async def record_context_usage(
     ctx: KgContext,
     context_graph_id: Annotated[Id, Field(description="The id build_context_graph returned")],
     tool_call_id: Annotated[
-        StorableStr | None,
+        ShortStr | None,
         Field(
-            min_length=1,
-            max_length=200,
             description="Id of your tool call or step that used the graph; recording the same "
             "id again is a no-op. Default: a fresh id (then a retry records twice).",
         ),
     ] = None,
-    usage_type: Annotated[
-        StorableStr,
-        Field(min_length=1, max_length=50, description="How it was used: read, edit, ..."),
-    ] = "read",
+    usage_type: Annotated[UsageStr, Field(description="How it was used: read, edit, ...")] = "read",
     node_ids: Annotated[
         NodeIds,
         Field(
@@ -186,13 +177,10 @@ async def record_context_usage(
 
 async def record_decision(
     ctx: KgContext,
-    text: Annotated[
-        StorableStr, Field(min_length=1, max_length=20_000, description="What was decided")
-    ],
-    rationale: Annotated[StorableStr, Field(max_length=20_000, description="Why")] = "",
+    text: Annotated[LongStr, Field(min_length=1, description="What was decided")],
+    rationale: Annotated[LongStr, Field(description="Why")] = "",
     decision_type: Annotated[
-        StorableStr,
-        Field(min_length=1, max_length=100, description="e.g. architecture, library, fix"),
+        TypeStr, Field(description="e.g. architecture, library, fix")
     ] = "general",
     confidence: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
     context_graph_ids: Annotated[
@@ -243,9 +231,7 @@ async def trace_decision_lineage(
 
 async def query_knowledge_graph(
     ctx: KgContext,
-    text: Annotated[
-        StorableStr, Field(min_length=1, max_length=4000, description="What to look for")
-    ],
+    text: Annotated[QueryStr, Field(min_length=1, description="What to look for")],
     mode: Annotated[
         Literal["hybrid", "fulltext", "semantic"],
         Field(description="hybrid fuses full-text and vector rankings"),

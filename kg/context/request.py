@@ -6,13 +6,11 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from kg.validation import MAX_ID_CHARS, StorableStr
+from kg.validation import IdStr, QueryStr, ShortStr
 
 Mode = Literal["anchor", "semantic", "policy_first"]
 # Ids and texts PostgreSQL can store (no NUL, no lone surrogate), of bounded length.
-Id = Annotated[StorableStr, Field(min_length=1, max_length=MAX_ID_CHARS)]
-Ids = Annotated[tuple[Id, ...], Field(max_length=1000)]
-ShortText = Annotated[StorableStr, Field(max_length=200)]
+Ids = Annotated[tuple[IdStr, ...], Field(max_length=1000)]
 
 
 class ContextRequest(BaseModel):
@@ -21,9 +19,7 @@ class ContextRequest(BaseModel):
     anchors: Annotated[Ids, Field(max_length=100)] = Field(
         default=(), description="Node ids to start from"
     )
-    task: StorableStr | None = Field(
-        default=None, max_length=4000, description="What the agent is doing"
-    )
+    task: QueryStr | None = Field(default=None, description="What the agent is doing")
     mode: Mode = "anchor"
     max_nodes: int = Field(default=128, ge=1, le=1000)
     max_depth: int = Field(default=2, ge=0, le=5)
@@ -43,8 +39,8 @@ class ContextRequest(BaseModel):
         default=(), description="Extra policy ids applied to every node of this build"
     )
     semantic_k: int = Field(default=8, ge=1, le=50, description="Semantic matches used as anchors")
-    session_id: ShortText | None = None
-    task_id: ShortText | None = None
+    session_id: ShortStr | None = None
+    task_id: ShortStr | None = None
 
     @model_validator(mode="after")
     def _inputs_fit_mode(self) -> ContextRequest:

@@ -89,10 +89,12 @@ CORPUS: list[Hostile] = [
     Hostile("passwd.md", "outside the project root", 1, make=_symlink("/etc/passwd")),
     # Odd but legal: must ingest, and not disturb the batch.
     Hostile("unterminated.md", "never closed", 1, b"---\ntitle: never closed\n# Heading\n\ntext\n"),
-    Hostile("controls.md", None, None, "# Head\x01ing \x1b[31mred\x7f\n\nbody\n".encode()),
+    Hostile("controls.md", None, None, b"# Head\x01ing \x1b[31mred\x7f\n\nbody\n"),
     Hostile("long-heading.md", None, None, b"# " + b"word " * 40_000 + b"\n\nbody\n"),
     Hostile("huge-line.md", None, None, b"# One line\n\n" + b"abc " * 400_000 + b"\n"),
-    Hostile("many-headings.md", None, None, "".join(f"## H{i}\n\nt\n" for i in range(3000)).encode()),
+    Hostile(
+        "many-headings.md", None, None, "".join(f"## H{i}\n\nt\n" for i in range(3000)).encode()
+    ),
 ]
 
 
