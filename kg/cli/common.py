@@ -26,6 +26,9 @@ def run(make: Callable[[], Awaitable[T]]) -> T:
     async def wrapped() -> T:
         return await make()
 
+    from kg.db.lost import quiet_driver_logs
+
+    quiet_driver_logs()
     try:
         return asyncio.run(wrapped())
     except KgError as exc:

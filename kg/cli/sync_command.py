@@ -50,6 +50,9 @@ def sync(full: bool) -> int:
 def main(full: bool) -> int:
     """:func:`sync` with a :class:`KgError` as ``error: ...`` on stderr and exit code 1, as
     every ``kg`` command does."""
+    from kg.db.lost import quiet_driver_logs
+
+    quiet_driver_logs()
     try:
         return sync(full)
     except Exception as exc:

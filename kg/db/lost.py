@@ -9,6 +9,8 @@ resumes; the CLI and the MCP server call it at their boundary.
 
 from __future__ import annotations
 
+import logging
+
 import asyncpg
 
 from kg.errors import DatabaseUnavailableError
@@ -76,5 +78,29 @@ def as_unavailable(exc: BaseException) -> DatabaseUnavailableError | None:
     lost = connection_lost(exc)
     if lost is None:
         return None
-    reason = " ".join(str(lost).split())[:160] or type(lost).__name__
+    if isinstance(lost, OSError) and lost.strerror:
+        reason = f"cannot reach the server: {lost.strerror}"
+    else:
+        reason = " ".join(str(lost).split())[:160] or type(lost).__name__
     return DatabaseUnavailableError(_MESSAGE.format(reason=reason))
+
+
+class _QuietWhenLost(logging.Filter):
+    """Drops the driver's own log records about a lost connection (asyncpg's pool logs a
+    traceback for each failed reconnect, dozens per second of outage): the command reports the
+    loss once, through :func:`as_unavailable`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return error is None or connection_lost(error) is None
+
+
+_QUIET = _QuietWhenLost()
+
+
+def quiet_driver_logs() -> None:
+    """Install the filter on asyncpg's loggers (idempotent); the CLI calls it at start."""
+    for name in ("asyncpg", "asyncpg.pool"):
+        logger = logging.getLogger(name)
+        if _QUIET not in logger.filters:
+            logger.addFilter(_QUIET)
