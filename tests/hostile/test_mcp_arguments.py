@@ -27,6 +27,7 @@ from tests.mcp.client import (
     READ_TIMEOUT,
     call,
     error_text,
+    http_server,
     ok,
     server_env,
     stdio_session,
@@ -189,3 +190,26 @@ async def test_a_lone_surrogate_sent_raw_gets_an_error_reply(
     assert replies[3]["error"]["code"] == -32602
     assert "params" in replies[3]["error"]["message"] or "uri" in replies[3]["error"]["message"]
     assert replies[4]["result"].get("isError") is not True, "the session kept working"
+
+
+async def test_a_lone_surrogate_over_http_gets_the_sdks_parse_error(
+    db_url: str, tmp_path: Path
+) -> None:
+    """Over streamable HTTP the SDK itself answers the unparseable body (HTTP 400, JSON-RPC
+    parse error with a null id): an answer, though one that cannot name the argument."""
+    import httpx
+
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    async with http_server(server_env(db_url), tmp_path) as url, httpx.AsyncClient() as http:
+        init = await http.post(url, headers=headers, content=_initialize())
+        assert init.status_code == 200
+        session = {**headers, "mcp-protocol-version": "2025-06-18"}
+        if "mcp-session-id" in init.headers:
+            session["mcp-session-id"] = init.headers["mcp-session-id"]
+        body = (
+            '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":'
+            '"query_knowledge_graph","arguments":{"text":"a\\ud800b"}}}'
+        )
+        reply = await http.post(url, headers=session, content=body, timeout=READ_TIMEOUT)
+    assert reply.status_code == 400
+    assert reply.json()["error"]["code"] == -32700
