@@ -228,7 +228,11 @@ class Backfill:
         """Start an append once the previous one (of any table) has committed: one append is
         in flight while the next chunk is read and mapped, so Python and PostgreSQL overlap.
         Appends stay in order, which each stream's expected version relies on."""
-        await self.drain()
+        try:
+            await self.drain()
+        except BaseException:
+            append.close()  # never started: no "coroutine was never awaited" on the way out
+            raise
         self._inflight = asyncio.create_task(append)
 
     async def drain(self) -> None:

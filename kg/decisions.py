@@ -11,6 +11,7 @@ from kg.db.tenancy import tenant_transaction
 from kg.errors import ConcurrencyConflictError, NotFoundError, ValidationError
 from kg.events import DecisionRecorded, EventMetadata, build_event
 from kg.runtime import Runtime
+from kg.validation import MAX_ID_CHARS, check_text, check_texts, clip, clip_many
 
 MAX_INFORMED_BY = 1000
 
@@ -47,7 +48,7 @@ async def _informing_nodes(rt: Runtime, graph_ids: Sequence[str]) -> list[str]:
     missing = sorted(set(graph_ids) - {r["context_graph_id"] for r in shown})
     if missing:
         raise NotFoundError(
-            f"context graph(s) {', '.join(missing)} not found in this project: pass ids returned "
+            f"context graph(s) {clip_many(missing)} not found in this project: pass ids returned "
             "by build_context_graph"
         )
     used_by: dict[str, set[str]] = {}
@@ -74,7 +75,7 @@ async def _check_nodes_exist(rt: Runtime, node_ids: Sequence[str], what: str) ->
         )
     missing = sorted(set(node_ids) - {r["node_id"] for r in found})
     if missing:
-        raise NotFoundError(f"{what} node(s) {', '.join(missing)} not found in this project")
+        raise NotFoundError(f"{what} node(s) {clip_many(missing)} not found in this project")
 
 
 async def record_decision(
@@ -92,6 +93,19 @@ async def record_decision(
 ) -> RecordedDecision:
     """Append ``DecisionRecorded``: a ``decision:{id}`` node with INFORMED_BY edges to the nodes
     of the context graphs that informed it, REFERENCES and SUPERSEDES edges."""
+    check_text("text", text)
+    check_text("rationale", rationale)
+    check_text("decision_type", decision_type, 100)
+    for name, ids in (
+        ("context_graph_ids", context_graph_ids),
+        ("references", references),
+        ("supersedes", supersedes),
+    ):
+        check_texts(name, ids, MAX_ID_CHARS)
+    if decision_id is not None:
+        check_text("decision_id", decision_id, 200)
+    if metadata is not None and metadata.session_id is not None:
+        check_text("session_id", metadata.session_id, 200)
     await rt.catch_up()
     graph_ids = list(dict.fromkeys(context_graph_ids))
     informed_by = await _informing_nodes(rt, graph_ids)
@@ -99,7 +113,7 @@ async def record_decision(
     not_decisions = [s for s in supersedes if not s.startswith("decision:")]
     if not_decisions:
         raise ValidationError(
-            f"supersedes must name decision nodes ('decision:...'), not {', '.join(not_decisions)}"
+            f"supersedes must name decision nodes ('decision:...'), not {clip_many(not_decisions)}"
         )
     await _check_nodes_exist(rt, list(supersedes), "superseded")
     decision_id = decision_id or uuid.uuid4().hex[:16]
@@ -121,7 +135,7 @@ async def record_decision(
         )
     except ConcurrencyConflictError:
         raise ValidationError(
-            f"decision {decision_id!r} is already recorded: decisions are immutable; record a "
+            f"decision {clip(decision_id)} is already recorded: decisions are immutable; record a "
             f"new one with supersedes=['decision:{decision_id}']"
         ) from None
     return RecordedDecision(

@@ -17,6 +17,7 @@ from kg.policies.evaluate import Governance
 from kg.projections.graph_reader import EdgeRow, GraphReader, NodeRow
 from kg.runtime import Runtime
 from kg.search import FALLBACK_WARNING, MODES, search_in_transaction
+from kg.validation import MAX_ID_CHARS, check_text, check_texts, clip
 
 DIRECTIONS = ("out", "in", "both")
 
@@ -70,7 +71,9 @@ async def query_knowledge_graph(
     rt: Runtime, text: str, *, mode: str = "hybrid", node_types: Sequence[str] = (), limit: int = 10
 ) -> dict[str, Any]:
     if mode not in MODES:
-        raise ValidationError(f"search mode {mode!r} is unknown: use one of {', '.join(MODES)}")
+        raise ValidationError(f"search mode {clip(mode)} is unknown: use one of {', '.join(MODES)}")
+    check_text("text", text, 4000)
+    check_texts("node_types", node_types)
     if not text.strip():
         raise ValidationError("search text is empty: give a few words to search for")
     _check_range("limit", limit, 1, 100)
@@ -117,12 +120,12 @@ async def _start(reader: GraphReader, gov: Governance, node_id: str) -> NodeRow:
     rows = await reader.nodes([node_id])
     if not rows:
         raise NotFoundError(
-            f"node {node_id!r} not found in this project: check the id "
+            f"node {clip(node_id)} not found in this project: check the id "
             "(query_knowledge_graph finds nodes)"
         )
     verdict = gov.admit(rows[0].node_type, rows[0].labels, rows[0].governed_by)
     if verdict.denied:
-        raise PolicyDeniedError(f"access to {node_id!r} is denied by policy")
+        raise PolicyDeniedError(f"access to {clip(node_id)} is denied by policy")
     return rows[0]
 
 
@@ -137,7 +140,9 @@ async def get_entity_neighbors(
 ) -> dict[str, Any]:
     """Nodes within ``depth`` hops of ``node_id`` (one query per hop), with the edges between."""
     if direction not in DIRECTIONS:
-        raise ValidationError(f"direction {direction!r} is unknown: use out, in or both")
+        raise ValidationError(f"direction {clip(direction)} is unknown: use out, in or both")
+    check_text("node_id", node_id, MAX_ID_CHARS)
+    check_texts("edge_types", edge_types)
     _check_range("depth", depth, 1, 3)
     _check_range("limit", limit, 1, 500)
     await rt.catch_up()
@@ -185,6 +190,8 @@ async def find_path(rt: Runtime, source: str, target: str, *, max_depth: int = 4
     """Shortest path between two nodes over edges of any type, followed in either direction,
     never through a node a policy denies. Breadth-first, one query per hop."""
     _check_range("max_depth", max_depth, 1, 6)
+    check_text("source", source, MAX_ID_CHARS)
+    check_text("target", target, MAX_ID_CHARS)
     await rt.catch_up()
     async with governed_reader(rt) as (reader, gov):
         start = await _start(reader, gov, source)

@@ -24,6 +24,7 @@ from kg.graph_queries import governed_reader
 from kg.policies.evaluate import Governance
 from kg.projections.graph_reader import GraphReader
 from kg.runtime import Runtime
+from kg.validation import MAX_ID_CHARS, check_text, clip
 
 DIRECTIONS = ("upstream", "downstream", "both")
 
@@ -263,10 +264,11 @@ async def trace_decision_lineage(
 ) -> Lineage:
     if direction not in DIRECTIONS:
         raise ValidationError(
-            f"direction {direction!r} is unknown: use upstream, downstream or both"
+            f"direction {clip(direction)} is unknown: use upstream, downstream or both"
         )
     if not 1 <= depth <= 10:
         raise ValidationError(f"depth {depth} is out of range: use 1 to 10")
+    check_text("decision_id", decision_id, MAX_ID_CHARS)
     node_id = decision_id if decision_id.startswith("decision:") else f"decision:{decision_id}"
     await rt.catch_up()
     lineage = Lineage(node_id, direction, depth)
@@ -275,8 +277,8 @@ async def trace_decision_lineage(
         found = await tracer.decisions([node_id])
         if not found:
             raise NotFoundError(
-                f"decision {node_id!r} not found in this project: use the decision_id returned by "
-                "record_decision"
+                f"decision {clip(node_id)} not found in this project: use the decision_id "
+                "returned by record_decision"
             )
         lineage.add(found[0])
         if direction in ("upstream", "both"):

@@ -21,14 +21,18 @@ import pydantic
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
 from mcp_types import CallToolResult, InputRequiredResult
 
+from kg.db.lost import as_unavailable
 from kg.errors import KgError
 from kg.events.base import describe_validation_error
 from kg.runtime import Runtime, open_runtime
+from kg.validation import bounded
 from mcp_server.state import AppState, KgContext
 from mcp_server.stdio import StdinLines
 from mcp_server.tools import kg_tools
+from mcp_server.unreadable import answer_unreadable
 
 INSTRUCTIONS = """\
 Project knowledge (specs, ADRs, components, policies, past decisions) as a graph with an audit
@@ -60,22 +64,34 @@ class KgMCPServer(MCPServer[AppState]):
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError as exc:
             # The SDK hides the text of unexpected exceptions; a KgError is a user-caused,
-            # actionable one (and never names policy-denied content), so it is passed on.
-            if isinstance(exc.__cause__, KgError):
-                raise ToolError(f"Error executing tool {name}: {exc.__cause__}") from exc.__cause__
+            # actionable one (and never names policy-denied content), so it is passed on, as
+            # is a lost database connection (which says only that, and that a retry resumes).
+            cause = exc.__cause__
+            error = cause if isinstance(cause, KgError) else as_unavailable(exc)
+            if error is not None:
+                raise ToolError(f"Error executing tool {name}: {bounded(str(error))}") from cause
             raise
         except ToolError as exc:
             if isinstance(exc.__cause__, pydantic.ValidationError):
                 reason = describe_validation_error(exc.__cause__, "arguments")
-                raise ToolError(f"Error executing tool {name}: {reason}") from exc.__cause__
+                raise ToolError(
+                    f"Error executing tool {name}: {bounded(reason)}"
+                ) from exc.__cause__
             raise
 
     async def run_stdio_lines(self, stdin: StdinLines) -> None:
         """``run_stdio_async``, reading the client's messages from ``stdin`` (see
         :mod:`mcp_server.stdio`); stdout is still the SDK's, which keeps stray prints off it."""
-        async with stdio_server(stdin=cast("anyio.AsyncFile[str]", stdin)) as (read, write):
+        async with (
+            stdio_server(stdin=cast("anyio.AsyncFile[str]", stdin)) as (read, write),
+            anyio.create_task_group() as tg,
+        ):
+            # Requests the SDK cannot parse (a lone surrogate) are answered, not dropped.
+            forward, readable = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+            tg.start_soon(answer_unreadable, read, forward, write)
             lowlevel = self._lowlevel_server
-            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+            await lowlevel.run(readable, write, lowlevel.create_initialization_options())
+            tg.cancel_scope.cancel()  # the forwarder may still wait on stdin
 
 
 @asynccontextmanager

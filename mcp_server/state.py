@@ -9,6 +9,7 @@ from mcp.server.mcpserver import Context
 
 from kg.events import EventMetadata
 from kg.runtime import Runtime
+from kg.validation import without_controls
 
 ACTOR_NAME_CHARS = 100
 
@@ -29,9 +30,13 @@ def runtime_of(ctx: KgContext) -> Runtime:
 
 
 def actor_of(ctx: KgContext) -> str:
-    """``mcp:<client name>`` from the client's ``clientInfo``, else ``mcp:agent``."""
+    """``mcp:<client name>`` from the client's ``clientInfo``, else ``mcp:agent``.
+
+    The name is the client's to choose and is recorded in every event it causes, so control
+    characters (a NUL cannot be stored) and lone surrogates become spaces rather than locking
+    the client out of every write."""
     params = ctx.request_context.session.client_params
-    name = " ".join(params.client_info.name.split()) if params is not None else ""
+    name = without_controls(params.client_info.name) if params is not None else ""
     return f"mcp:{name[:ACTOR_NAME_CHARS] or 'agent'}"
 
 

@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 from kg import decisions, graph_queries, lineage
 from kg.context import service
 from kg.context.result import ContextGraph
+from kg.validation import IdStr, LongStr, PathStr, QueryStr, ShortStr, TypeStr, UsageStr
 from mcp_server.models import (
     ContextGraphOut,
     ContextUsageOut,
@@ -36,10 +37,13 @@ from mcp_server.models import (
 )
 from mcp_server.state import KgContext, metadata_of, runtime_of
 
-NodeIds = tuple[str, ...]
+# Every string argument is bounded and storable (no NUL, no lone surrogate: kg.validation),
+# so the SDK refuses a bad one by name before any work is done.
+Id = IdStr
+NodeIds = Annotated[tuple[Id, ...], Field(max_length=1000)]
+ProjectPath = PathStr
 SessionId = Annotated[
-    str | None,
-    Field(max_length=200, description="The agent's session id, recorded with the event"),
+    ShortStr | None, Field(description="The agent's session id, recorded with the event")
 ]
 
 
@@ -71,7 +75,7 @@ async def build_context_graph(
         Field(max_length=100, description="Node ids to start from, e.g. 'component:checkout'"),
     ] = (),
     task: Annotated[
-        str | None, Field(max_length=4000, description="What you are doing, in a sentence or two")
+        QueryStr | None, Field(description="What you are doing, in a sentence or two")
     ] = None,
     mode: Annotated[
         Literal["anchor", "semantic", "policy_first"] | None,
@@ -109,7 +113,7 @@ async def build_context_graph(
         int, Field(ge=1, le=50, description="Semantic matches used as anchors")
     ] = 8,
     session_id: SessionId = None,
-    task_id: Annotated[str | None, Field(max_length=200, description="Your task's id")] = None,
+    task_id: Annotated[ShortStr | None, Field(description="Your task's id")] = None,
 ) -> Annotated[CallToolResult, ContextGraphOut]:
     """Build a small, policy-filtered context graph for this turn and log it (ContextGraphBuilt).
 
@@ -134,19 +138,15 @@ async def build_context_graph(
 
 async def record_context_usage(
     ctx: KgContext,
-    context_graph_id: Annotated[str, Field(description="The id build_context_graph returned")],
+    context_graph_id: Annotated[Id, Field(description="The id build_context_graph returned")],
     tool_call_id: Annotated[
-        str | None,
+        ShortStr | None,
         Field(
-            min_length=1,
-            max_length=200,
             description="Id of your tool call or step that used the graph; recording the same "
             "id again is a no-op. Default: a fresh id (then a retry records twice).",
         ),
     ] = None,
-    usage_type: Annotated[
-        str, Field(min_length=1, max_length=50, description="How it was used: read, edit, ...")
-    ] = "read",
+    usage_type: Annotated[UsageStr, Field(description="How it was used: read, edit, ...")] = "read",
     node_ids: Annotated[
         NodeIds,
         Field(
@@ -177,10 +177,10 @@ async def record_context_usage(
 
 async def record_decision(
     ctx: KgContext,
-    text: Annotated[str, Field(min_length=1, max_length=20_000, description="What was decided")],
-    rationale: Annotated[str, Field(max_length=20_000, description="Why")] = "",
+    text: Annotated[LongStr, Field(min_length=1, description="What was decided")],
+    rationale: Annotated[LongStr, Field(description="Why")] = "",
     decision_type: Annotated[
-        str, Field(min_length=1, max_length=100, description="e.g. architecture, library, fix")
+        TypeStr, Field(description="e.g. architecture, library, fix")
     ] = "general",
     confidence: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
     context_graph_ids: Annotated[
@@ -213,7 +213,7 @@ async def record_decision(
 
 async def trace_decision_lineage(
     ctx: KgContext,
-    decision_id: Annotated[str, Field(description="'decision:...' or the bare decision id")],
+    decision_id: Annotated[Id, Field(description="'decision:...' or the bare decision id")],
     direction: Annotated[
         Literal["upstream", "downstream", "both"],
         Field(
@@ -231,7 +231,7 @@ async def trace_decision_lineage(
 
 async def query_knowledge_graph(
     ctx: KgContext,
-    text: Annotated[str, Field(min_length=1, max_length=4000, description="What to look for")],
+    text: Annotated[QueryStr, Field(min_length=1, description="What to look for")],
     mode: Annotated[
         Literal["hybrid", "fulltext", "semantic"],
         Field(description="hybrid fuses full-text and vector rankings"),
@@ -249,7 +249,7 @@ async def query_knowledge_graph(
 
 async def get_entity_neighbors(
     ctx: KgContext,
-    node_id: Annotated[str, Field(description="The node to start from")],
+    node_id: Annotated[Id, Field(description="The node to start from")],
     edge_types: Annotated[NodeIds, Field(description="Only follow these edge types")] = (),
     depth: Annotated[int, Field(ge=1, le=3, description="Hops")] = 1,
     direction: Annotated[
@@ -268,8 +268,8 @@ async def get_entity_neighbors(
 
 async def find_path(
     ctx: KgContext,
-    source: Annotated[str, Field(description="Start node id")],
-    target: Annotated[str, Field(description="End node id")],
+    source: Annotated[Id, Field(description="Start node id")],
+    target: Annotated[Id, Field(description="End node id")],
     max_depth: Annotated[int, Field(ge=1, le=6, description="Longest path searched")] = 4,
 ) -> Annotated[CallToolResult, PathOut]:
     """The shortest path between two nodes over edges of any type and direction, never through
@@ -281,7 +281,7 @@ async def find_path(
 async def ingest_markdown(
     ctx: KgContext,
     paths: Annotated[
-        NodeIds,
+        tuple[ProjectPath, ...],
         Field(
             max_length=1000,
             description="Project-relative Markdown files or folders; empty: the whole project",
@@ -304,7 +304,8 @@ async def ingest_markdown(
 async def lint_graph(
     ctx: KgContext,
     paths: Annotated[
-        NodeIds, Field(max_length=1000, description="Files or folders to lint; empty: all")
+        tuple[ProjectPath, ...],
+        Field(max_length=1000, description="Files or folders to lint; empty: all"),
     ] = (),
 ) -> Annotated[CallToolResult, LintOut]:
     """Check the project's Markdown for dangling links and anchors, duplicate ids and malformed

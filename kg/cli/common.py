@@ -1,4 +1,5 @@
-"""Shared CLI plumbing: run a coroutine, turn KgError into a clear message and exit code 1."""
+"""Shared CLI plumbing: run a coroutine, turn KgError (and a lost database connection) into
+a clear message and exit code 1."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import typer
+from rich.markup import escape
 
 from kg.cli.consoles import console, err_console
 from kg.errors import KgError
@@ -16,15 +18,29 @@ __all__ = ["console", "err_console", "fail", "run"]
 
 
 def run(make: Callable[[], Awaitable[T]]) -> T:
-    """Run an async command; a :class:`KgError` becomes ``error: ...`` on stderr and exit 1."""
+    """Run an async command; a :class:`KgError` becomes ``error: ...`` on stderr and exit 1.
+
+    So does a database connection lost mid-command (:mod:`kg.db.lost`): one line saying so
+    and that a rerun resumes, not the driver's tracebacks."""
 
     async def wrapped() -> T:
         return await make()
 
+    from kg.db.lost import quiet_driver_logs
+
+    quiet_driver_logs()
     try:
         return asyncio.run(wrapped())
     except KgError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}")
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(1) from None
+    except Exception as exc:
+        from kg.db.lost import as_unavailable
+
+        lost = as_unavailable(exc)
+        if lost is None:
+            raise
+        err_console.print(f"[bold red]error:[/] {escape(str(lost))}")
         raise typer.Exit(1) from None
 
 

@@ -50,10 +50,20 @@ def sync(full: bool) -> int:
 def main(full: bool) -> int:
     """:func:`sync` with a :class:`KgError` as ``error: ...`` on stderr and exit code 1, as
     every ``kg`` command does."""
+    from kg.db.lost import quiet_driver_logs
+
+    quiet_driver_logs()
     try:
         return sync(full)
-    except KgError as exc:
+    except Exception as exc:
+        from kg.db.lost import as_unavailable
+
+        error = exc if isinstance(exc, KgError) else as_unavailable(exc)
+        if error is None:
+            raise
+        from rich.markup import escape
+
         from kg.cli.consoles import err_console
 
-        err_console.print(f"[bold red]error:[/] {exc}")
+        err_console.print(f"[bold red]error:[/] {escape(str(error))}")
         return 1

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from kg.validation import IdStr, QueryStr, ShortStr
+
 Mode = Literal["anchor", "semantic", "policy_first"]
+# Ids and texts PostgreSQL can store (no NUL, no lone surrogate), of bounded length.
+Ids = Annotated[tuple[IdStr, ...], Field(max_length=1000)]
 
 
 class ContextRequest(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    anchors: tuple[str, ...] = Field(default=(), description="Node ids to start from")
-    task: str | None = Field(default=None, max_length=4000, description="What the agent is doing")
+    anchors: Annotated[Ids, Field(max_length=100)] = Field(
+        default=(), description="Node ids to start from"
+    )
+    task: QueryStr | None = Field(default=None, description="What the agent is doing")
     mode: Mode = "anchor"
     max_nodes: int = Field(default=128, ge=1, le=1000)
     max_depth: int = Field(default=2, ge=0, le=5)
@@ -27,14 +33,14 @@ class ContextRequest(BaseModel):
         le=100_000,
         description="Characters of each node's content in the result; longer content is cut",
     )
-    node_types: tuple[str, ...] = Field(default=(), description="Only expand to these types")
-    edge_types: tuple[str, ...] = Field(default=(), description="Only follow these edge types")
-    policies: tuple[str, ...] = Field(
+    node_types: Ids = Field(default=(), description="Only expand to these types")
+    edge_types: Ids = Field(default=(), description="Only follow these edge types")
+    policies: Ids = Field(
         default=(), description="Extra policy ids applied to every node of this build"
     )
     semantic_k: int = Field(default=8, ge=1, le=50, description="Semantic matches used as anchors")
-    session_id: str | None = Field(default=None, max_length=200)
-    task_id: str | None = Field(default=None, max_length=200)
+    session_id: ShortStr | None = None
+    task_id: ShortStr | None = None
 
     @model_validator(mode="after")
     def _inputs_fit_mode(self) -> ContextRequest:

@@ -21,6 +21,7 @@ from kg.events import AppendResult, ContextGraphBuilt, ContextGraphUsed, EventMe
 from kg.events.base import describe_validation_error
 from kg.projections.graph_reader import GraphReader
 from kg.runtime import Runtime
+from kg.validation import MAX_ID_CHARS, check_text, check_texts, clip
 
 
 def parse_request(**fields: Any) -> ContextRequest:
@@ -86,6 +87,10 @@ async def record_context_usage(
 ) -> AppendResult:
     """Record that a tool call used a context graph (or some of its nodes). Retrying the same
     tool call is a no-op."""
+    check_text("context_graph_id", context_graph_id, MAX_ID_CHARS)
+    check_text("tool_call_id", tool_call_id, 200)
+    check_text("usage_type", usage_type, 50)
+    check_texts("node_ids", node_ids)
     await rt.catch_up()
     async with tenant_transaction(rt.app_pool, rt.scope.tenant_id) as conn:
         shown = await conn.fetchval(
@@ -97,7 +102,7 @@ async def record_context_usage(
         )
     if shown is None:
         raise NotFoundError(
-            f"context graph {context_graph_id!r} not found in this project: use the "
+            f"context graph {clip(context_graph_id)} not found in this project: use the "
             "context_graph_id returned by build_context_graph"
         )
     unknown = set(node_ids) - set(shown)

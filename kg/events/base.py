@@ -14,6 +14,9 @@ import pydantic
 from pydantic import BaseModel, ConfigDict
 
 from kg.errors import ValidationError
+from kg.validation import clip
+
+MAX_PROBLEMS = 5  # field errors described; the rest are counted
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -87,9 +90,13 @@ def decode_event(event_type: str, schema_version: int, payload: dict[str, Any]) 
 def describe_validation_error(exc: pydantic.ValidationError, what: str) -> str:
     """``what: field 'a.b': reason; field 'c': reason`` for a pydantic error."""
     problems = []
-    for err in exc.errors():
+    errors = exc.errors(include_input=False, include_url=False)
+    for err in errors[:MAX_PROBLEMS]:
         field = ".".join(str(part) for part in err["loc"]) or "(root)"
-        problems.append(f"field {field!r}: {err['msg']}")
+        # A field name may be a key the caller chose (of any length): clipped like a value.
+        problems.append(f"field {clip(field)}: {err['msg'][:300]}")
+    if len(errors) > MAX_PROBLEMS:
+        problems.append(f"and {len(errors) - MAX_PROBLEMS} more")
     return f"{what} is invalid: " + "; ".join(problems)
 
 

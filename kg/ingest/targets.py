@@ -3,8 +3,9 @@ to the project root, with anything outside the root refused before it is read.""
 
 from __future__ import annotations
 
+import os
 import posixpath
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from kg.ingest.files import absolute_path, project_relpath
 from kg.ingest.links import is_markdown
 from kg.ingest.model import ParseProblem
 from kg.ingest.project import SKIPPED_DIRS, discover_markdown
+from kg.validation import MAX_PATH_CHARS, clip, unstorable_reason
 
 
 @dataclass(slots=True)
@@ -48,27 +50,61 @@ def resolve_targets(root: Path, paths: Iterable[Path | str] | None) -> Targets:
             seen.add(relpath)
             targets.files.append(relpath)
 
+    real_root = Path(os.path.abspath(root)).resolve()
     for given in [root] if paths is None else paths:
-        path = Path(given)
-        full = absolute_path(root, path)
-        rel = "" if full == absolute_path(root, Path(".")) else project_relpath(root, full)
-        if rel is None:
-            targets.problems.append(
-                ParseProblem(str(given), 1, f"refused: {given} is outside the project root {root}")
-            )
-        elif full.is_dir():
-            targets.folders.append(rel)
-            for found in discover_markdown(full):
-                add(posixpath.join(rel, found) if rel else found)
-        elif full.exists() or full.is_symlink():
-            if is_markdown(rel):
-                add(rel)
-            else:
-                targets.problems.append(
-                    ParseProblem(rel, 1, "refused: not a Markdown file (.md or .markdown)")
-                )
-        elif is_markdown(rel):
-            targets.missing.append(rel)
-        else:
-            targets.problems.append(ParseProblem(rel, 1, "no such file or folder"))
+        unusable = _unusable_path(str(given))
+        if unusable is not None:
+            targets.problems.append(ParseProblem(clip(str(given)), 1, unusable))
+            continue
+        try:
+            _resolve_one(root, real_root, Path(given), targets, add)
+        except OSError as error:  # e.g. a name longer than the file system allows
+            reason = error.strerror or type(error).__name__
+            targets.problems.append(ParseProblem(clip(str(given)), 1, f"cannot use path: {reason}"))
     return targets
+
+
+def _resolve_one(
+    root: Path, real_root: Path, given: Path, targets: Targets, add: Callable[[str], None]
+) -> None:
+    """Sort one path into ``targets`` (a file, a folder's files, a removed file, a problem)."""
+    full = absolute_path(root, given)
+    rel = "" if full == absolute_path(root, Path(".")) else project_relpath(root, full)
+    if rel is None:
+        targets.problems.append(
+            ParseProblem(str(given), 1, f"refused: {given} is outside the project root {root}")
+        )
+    elif full.is_dir() and not full.resolve().is_relative_to(real_root):
+        # A symlinked folder leading out of the project: not walked, so not even the
+        # names of the files there are listed.
+        targets.problems.append(
+            ParseProblem(
+                rel,
+                1,
+                f"refused: folder {rel} resolves to {full.resolve()}, outside the project "
+                f"root {real_root}; nothing under it was read or listed",
+            )
+        )
+    elif full.is_dir():
+        targets.folders.append(rel)
+        for found in discover_markdown(full):
+            add(posixpath.join(rel, found) if rel else found)
+    elif full.exists() or full.is_symlink():
+        if is_markdown(rel):
+            add(rel)
+        else:
+            targets.problems.append(
+                ParseProblem(rel, 1, "refused: not a Markdown file (.md or .markdown)")
+            )
+    elif is_markdown(rel):
+        targets.missing.append(rel)
+    else:
+        targets.problems.append(ParseProblem(rel, 1, "no such file or folder"))
+
+
+def _unusable_path(given: str) -> str | None:
+    """Why a path argument is refused before it reaches the file system, or None."""
+    if len(given) > MAX_PATH_CHARS:
+        return f"refused: path is {len(given):,} characters long; the limit is {MAX_PATH_CHARS:,}"
+    reason = unstorable_reason(given)
+    return None if reason is None else f"refused: path {reason}"
