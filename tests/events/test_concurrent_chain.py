@@ -12,18 +12,11 @@ import sys
 import textwrap
 
 from kg.audit.projections_check import verify_projections
-from kg.audit.verify import find_position_gaps, verify_tenant
 from kg.config import Scope
 from kg.embeddings import HashingEmbedder
 from kg.events import EventStore, NodeAsserted
 from kg.runtime import Runtime
-
-
-async def assert_log_verifies(system_store: EventStore, tenants: list[str]) -> None:
-    for tenant in tenants:
-        report = await verify_tenant(system_store.pool, tenant)
-        assert report.ok, str(report)
-    assert await find_position_gaps(system_store.pool) == []
+from tests.support import assert_log_verifies
 
 
 async def test_two_tasks_appending_single_events_to_one_tenant_keep_the_chain(

@@ -6,6 +6,7 @@ import asyncio
 
 from kg.config import Scope
 from kg.events import EventStore, NodeAsserted
+from tests.support import assert_log_verifies
 
 WRITERS, EVENTS_PER_WRITER, BATCH = 8, 1000, 10
 
@@ -39,3 +40,4 @@ async def test_tailing_reader_sees_every_position_once_in_order(
         "a position was skipped, repeated or seen out of order"
     )
     assert await system_store.last_position() == total
+    await assert_log_verifies(system_store, [f"tenant-{t}" for t in range(3)])
