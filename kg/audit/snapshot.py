@@ -10,13 +10,13 @@ from kg.audit.as_of import AsOf, freeze_replay_schema
 from kg.audit.replay import check_schema_name, create_replay_schema, drop_replay_schema, replay
 from kg.embeddings.base import EmbeddingProvider
 from kg.errors import ValidationError
+from kg.events.store import LOG_HEAD, log_head
 
 # The longest prefix of the log recorded at or before the time. Positions follow commit order,
 # but recorded_at is taken just before an append waits for the log lock, so times are not
 # strictly monotonic in position; a prefix is what "the log as it was" can mean.
-_POSITION_AT = """
-SELECT coalesce((SELECT min(position) - 1 FROM kg_events WHERE recorded_at > $1),
-                (SELECT position FROM kg_log_head WHERE id = 1))
+_POSITION_AT = f"""
+SELECT coalesce((SELECT min(position) - 1 FROM kg_events WHERE recorded_at > $1), {LOG_HEAD})
 """
 
 
@@ -34,7 +34,7 @@ def parse_time(text: str) -> datetime:
 
 async def resolve_until(pool: asyncpg.Pool, until: str) -> int:
     """A position (digits) or a time (ISO-8601) as a position of the global log."""
-    head = int(await pool.fetchval("SELECT position FROM kg_log_head WHERE id = 1"))
+    head = await log_head(pool)
     if until.strip().isdigit():
         position = int(until)
         if position > head:

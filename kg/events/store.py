@@ -74,6 +74,16 @@ SELECT kg_append_events($3, $4, $5, $14, $1::bigint[], $2::uuid[], $6::text[], $
 """
 
 
+# The newest position of the whole log: the one place that spells it (per-tenant order will
+# change it here only).
+LOG_HEAD = "(SELECT position FROM kg_log_head WHERE id = 1)"
+
+
+async def log_head(conn: asyncpg.Connection | asyncpg.Pool) -> int:
+    """The newest committed position of the log (needs the system pool or a tenant scope)."""
+    return int(await conn.fetchval(f"SELECT {LOG_HEAD}") or 0)
+
+
 @dataclass(frozen=True)
 class StreamEvent:
     """One event for one stream, in a multi-stream append."""
@@ -274,7 +284,7 @@ class EventStore:
         """The newest position: of the whole log, or of one tenant's project."""
         async with self._pool.acquire() as conn, conn.transaction():
             if scope is None:
-                value = await conn.fetchval("SELECT position FROM kg_log_head WHERE id = 1")
+                value = await log_head(conn)
             else:
                 await set_tenant(conn, scope.tenant_id)
                 value = await conn.fetchval(

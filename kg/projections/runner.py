@@ -26,7 +26,7 @@ import asyncpg
 
 from kg.errors import ValidationError
 from kg.events.envelope import RecordedEvent
-from kg.events.store import SELECT_EVENT, EventStore, record_from_row
+from kg.events.store import LOG_HEAD, SELECT_EVENT, EventStore, log_head, record_from_row
 from kg.projections.base import Projection, ProjectionContext
 
 _READ_TYPES = f"""
@@ -128,7 +128,7 @@ class ProjectionRunner:
         async with self._pool.acquire() as conn:
             await self._ensure_rows(conn)
             rows = await conn.fetch("SELECT name, position FROM projection_checkpoints")
-            head = await conn.fetchval("SELECT position FROM kg_log_head WHERE id = 1")
+            head = await log_head(conn)
         positions = {r["name"]: r["position"] for r in rows}
         return [ProjectionStatus(p.name, positions[p.name], head) for p in self.projections]
 
@@ -159,9 +159,8 @@ class ProjectionRunner:
                 self._indexes_checked = True
             if bulk is None:
                 lag = await conn.fetchval(
-                    "SELECT h.position - min(c.position) FROM kg_log_head h, "
-                    "projection_checkpoints c WHERE h.id = 1 AND c.name = ANY($1) "
-                    "GROUP BY h.position",
+                    f"SELECT {LOG_HEAD} - min(c.position) FROM projection_checkpoints c "
+                    "WHERE c.name = ANY($1)",
                     [p.name for p in selected],
                 )
                 if lag == 0:  # the common case before every command and tool call
@@ -255,7 +254,7 @@ class ProjectionRunner:
             events = await self._store.read_all(start, limit=limit)
             return _Batch(start, events[-1].position if events else start, events)
         async with self._pool.acquire() as conn:
-            head = await conn.fetchval("SELECT position FROM kg_log_head WHERE id = 1")
+            head = await log_head(conn)
             end = min(start + limit, int(head or 0))
             if end <= start:
                 return _Batch(start, start, [])
