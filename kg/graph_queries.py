@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+from kg.breadcrumbs import breadcrumb
 from kg.db.tenancy import tenant_transaction
 from kg.embeddings.cache import query_vector
 from kg.errors import NotFoundError, PolicyDeniedError, ValidationError
@@ -19,6 +20,8 @@ from kg.runtime import Runtime
 from kg.search import FALLBACK_WARNING, MODES, search_in_transaction
 
 DIRECTIONS = ("out", "in", "both")
+# get_node returns content up to this (a Markdown file's limit is 2 MB; a section is smaller).
+MAX_NODE_CHARS = 200_000
 
 
 @asynccontextmanager
@@ -124,6 +127,21 @@ async def _start(reader: GraphReader, gov: Governance, node_id: str) -> NodeRow:
     if verdict.denied:
         raise PolicyDeniedError(f"access to {node_id!r} is denied by policy")
     return rows[0]
+
+
+async def get_node(rt: Runtime, node_id: str) -> dict[str, Any]:
+    """One node in full, policy-checked: the whole content a context graph showed passages of,
+    its properties and where it sits. Redacted: id and type only."""
+    await rt.catch_up()
+    async with governed_reader(rt) as (reader, gov):
+        row = await _start(reader, gov, node_id)
+    redacted = gov.verdict(row.node_type, row.labels, row.governed_by).redacted
+    view = node_view(row, redacted, content_chars=MAX_NODE_CHARS)
+    if not redacted:
+        view["properties"] = row.properties
+        view["breadcrumb"] = breadcrumb(row.node_id, row.name, row.properties)
+        view["content_chars"] = len(row.content)
+    return view
 
 
 async def get_entity_neighbors(

@@ -14,7 +14,18 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Protocol
 
-from kg.context.render import edge_line, estimate_tokens, node_line, render
+from kg.context.fit import (
+    HEADER_TOKENS,
+    Meter,
+    allowance,
+    edge_cost,
+    node_cost,
+    shown_node,
+    shrink_to_fit,
+    structured_tokens,
+)
+from kg.context.passages import terms
+from kg.context.render import estimate_tokens, render
 from kg.context.request import ContextRequest
 from kg.context.result import Budget, ContextEdge, ContextGraph, ContextNode, GovernanceSummary
 from kg.embeddings.base import EmbeddingProvider
@@ -29,8 +40,9 @@ from kg.search import FALLBACK_WARNING
 # Bump whenever the same request on the same log would return a different graph (expansion,
 # scoring, budgets, hashing): a logged graph is only reproducible by the version that built it.
 # 1: first release. 2: per-node fan-out cap per hop; edge budget, reach edges first.
-# 3: node content cut to max_content_chars.
-BUILDER_VERSION = 3
+# 3: node content cut to max_content_chars. 4: default token budget 800 bounding the
+# structured result too; passages matching the task with a breadcrumb; superseded nodes marked.
+BUILDER_VERSION = 4
 
 HOP_DECAY = 0.5
 RECENCY_DAYS = 30.0
@@ -255,29 +267,28 @@ class ContextBuilder:
     ) -> ContextGraph:
         ranked = sorted(reached.values(), key=lambda r: (-round(r.score, 9), r.row.node_id))
         truncated = len(ranked) > req.max_nodes
+        query = terms(req.task) if req.task else []
+        chars = allowance(req.token_budget, req.max_content_chars)
+        meter = Meter(
+            req.token_budget, estimate_tokens(render(req.mode, as_of, [], [], {})) + HEADER_TOKENS
+        )
         chosen: list[ContextNode] = []
-        tokens = 0
-        cut = 0
+        kept: list[_Reached] = []
         for item in ranked[: req.max_nodes]:
-            node = _context_node(item, req.max_content_chars)
-            cost = estimate_tokens(node_line(node)) + 1
-            if req.token_budget is not None and chosen and tokens + cost > req.token_budget:
+            node = self._shown(item, chars, query)
+            if not meter.fits(node_cost(node)):
                 truncated = True
-                break
+                smaller = shrink_to_fit(node, item.row, meter, query)
+                if smaller is None:
+                    continue
+                node = smaller
             chosen.append(node)
-            tokens += cost
-            if not node.redacted and len(item.row.content) > req.max_content_chars:
-                cut += 1
-        if cut:
-            warnings.append(
-                f"{cut} node(s) had content longer than max_content_chars="
-                f"{req.max_content_chars} and were cut there (ending in '…'); raise "
-                "max_content_chars (up to 100000) to see more of them"
-            )
-        edges, edges_truncated = await self._edges(req, ranked[: len(chosen)], tokens)
+            kept.append(item)
+            meter.add(node_cost(node))
+        edges, edges_truncated = await self._edges(req, kept, meter)
         truncated = truncated or edges_truncated
         granted: dict[str, tuple[tuple[str, ...], list[str]]] = {}
-        for item in ranked[: len(chosen)]:
+        for item in kept:
             for policy_id, actions in item.verdict.actions.items():
                 granted.setdefault(policy_id, (actions, []))[1].append(item.row.node_id)
         allowed: dict[str, dict[str, Any]] = {
@@ -290,10 +301,23 @@ class ContextBuilder:
             redacted_by_policy=dict(sorted(gov.redacted.items())),
             excluded_count=gov.excluded_nodes,
             redacted_count=sum(1 for n in chosen if n.redacted),
-            sensitive_count=sum(1 for r in ranked[: len(chosen)] if "sensitive" in r.row.labels),
+            sensitive_count=sum(1 for r in kept if "sensitive" in r.row.labels),
             allowed_actions=allowed,
         )
         rendering = render(req.mode, as_of, chosen, edges, allowed)
+        data_tokens = structured_tokens(chosen, edges)
+        while (
+            req.token_budget is not None
+            and (chosen or edges)
+            and (estimate_tokens(rendering) > req.token_budget or data_tokens > req.token_budget)
+        ):  # the header reserve fell short (many allowed actions): drop from the tail
+            truncated = True
+            if edges:
+                edges.pop()
+            else:
+                chosen.pop()
+            rendering = render(req.mode, as_of, chosen, edges, allowed)
+            data_tokens = structured_tokens(chosen, edges)
         token_estimate = estimate_tokens(rendering)
         budget = Budget(
             max_nodes=req.max_nodes,
@@ -305,6 +329,7 @@ class ContextBuilder:
             depth_reached=depth,
             tokens_used=token_estimate,
             truncated=truncated,
+            structured_tokens=data_tokens,
         )
         content_hash = graph_hash(req.mode, as_of, chosen, edges, summary)
         return ContextGraph(
@@ -323,7 +348,7 @@ class ContextBuilder:
         )
 
     async def _edges(
-        self, req: ContextRequest, chosen: list[_Reached], tokens: int
+        self, req: ContextRequest, chosen: list[_Reached], meter: Meter
     ) -> tuple[list[ContextEdge], bool]:
         """The edges among the chosen nodes, within the edge budget and what the token budget
         leaves after the nodes: first the edge each node was reached through (so the graph
@@ -336,54 +361,28 @@ class ContextBuilder:
         kept: list[ContextEdge] = []
         for e in ordered[:budget]:
             edge = ContextEdge(e.edge_id, e.edge_type, e.from_node, e.to_node, e.weight)
-            cost = estimate_tokens(edge_line(edge)) + 1
-            if req.token_budget is not None and tokens + cost > req.token_budget:
+            cost = edge_cost(edge)
+            if not meter.fits(cost):
                 break
             kept.append(edge)
-            tokens += cost
+            meter.add(cost)
         kept.sort(key=lambda e: e.edge_id)
         return kept, len(kept) < len(among)
+
+    def _shown(self, item: _Reached, chars: int, query: list[str]) -> ContextNode:
+        return shown_node(
+            item.row,
+            redacted=item.verdict.redacted,
+            score=item.score,
+            reason=item.reason,
+            hop=item.hop,
+            chars=chars,
+            query=query,
+        )
 
 
 def edge_budget(req: ContextRequest) -> int:
     return req.max_edges if req.max_edges is not None else 2 * req.max_nodes
-
-
-def _cut(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return text[: limit - 1] + "…" if limit > 0 else ""
-
-
-def _context_node(item: _Reached, max_chars: int) -> ContextNode:
-    """The node as shown: redacted by its verdict, its content cut to ``max_chars`` (a 2 MB
-    Markdown section would otherwise ride along in full: the budgets count nodes and the
-    rendering's snippets, not the structured content)."""
-    row = item.row
-    if item.verdict.redacted:
-        return ContextNode(
-            row.node_id,
-            row.node_type,
-            "[redacted]",
-            "",
-            {},
-            (),
-            round(item.score, 6),
-            item.reason,
-            item.hop,
-            redacted=True,
-        )
-    return ContextNode(
-        row.node_id,
-        row.node_type,
-        row.name,
-        _cut(row.content, max_chars),
-        row.properties,
-        row.labels,
-        round(item.score, 6),
-        item.reason,
-        item.hop,
-    )
 
 
 def graph_hash(
@@ -413,6 +412,9 @@ def graph_hash(
                 n.reason,
                 n.hop,
                 n.redacted,
+                n.breadcrumb,
+                n.partial,
+                list(n.superseded_by),
             ]
             for n in nodes
         ],

@@ -7,7 +7,7 @@ from typing import Any
 
 from kg.context.result import ContextEdge, ContextNode
 
-SNIPPET_CHARS = 400
+MORE_HINT = "_… = passages of a longer text: get_node(id) returns all of it._"
 
 
 def estimate_tokens(text: str) -> int:
@@ -16,12 +16,18 @@ def estimate_tokens(text: str) -> int:
 
 
 def node_line(node: ContextNode) -> str:
+    """One node on one line: its id, type and reason, where it sits, and its content (already
+    cut to the passages that match the task; never cut again here)."""
     if node.redacted:
         return f"- **{node.node_id}** ({node.node_type}) [redacted by policy]"
-    snippet = " ".join(node.content.split())
-    if len(snippet) > SNIPPET_CHARS:
-        snippet = snippet[: SNIPPET_CHARS - 1] + "…"
-    body = f"{node.name}: {snippet}" if snippet else node.name
+    title = node.breadcrumb or node.name
+    if node.superseded_by:
+        return (
+            f"- **{node.node_id}** ({node.node_type}; {node.reason}) {title} "
+            f"[superseded by {', '.join(node.superseded_by)}]"
+        )
+    text = " ".join(node.content.split())
+    body = f"{title}: {text}" if text else title
     return f"- **{node.node_id}** ({node.node_type}; {node.reason}) {body}"
 
 
@@ -47,4 +53,6 @@ def render(
     if edges:
         lines.append("## Edges")
         lines.extend(edge_line(e) for e in edges)
+    if any(n.partial for n in nodes):
+        lines.append(MORE_HINT)
     return "\n".join(lines) + "\n"

@@ -8,6 +8,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Mode = Literal["anchor", "semantic", "policy_first"]
 
+#: The one declared default token budget (CLI, MCP tool and project config reuse it): a build
+#: fits a prompt, and the budget bounds the structured result as much as the rendering.
+DEFAULT_TOKEN_BUDGET = 800
+
 
 class ContextRequest(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -20,7 +24,12 @@ class ContextRequest(BaseModel):
     max_edges: int | None = Field(
         default=None, ge=0, le=10_000, description="Edge budget (default: 2 x max_nodes)"
     )
-    token_budget: int | None = Field(default=None, ge=1, le=1_000_000)
+    token_budget: int | None = Field(
+        default=DEFAULT_TOKEN_BUDGET,
+        ge=1,
+        le=1_000_000,
+        description="Tokens the rendering and the structured nodes and edges may each take",
+    )
     max_content_chars: int = Field(
         default=4000,
         ge=0,
