@@ -30,6 +30,9 @@ class ContextNodeOut(BaseModel):
         description="True when content holds only the passages matching the task: get_node "
         "returns the whole text. Absent unless true",
     )
+    status: str = Field(
+        default="", description="superseded, deprecated, ...: not current. Absent when current"
+    )
     superseded_by: list[str] = Field(
         default_factory=list,
         description="Nodes that replace this one: it is not current (no content); absent if none",

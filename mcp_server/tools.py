@@ -116,6 +116,13 @@ async def build_context_graph(
     semantic_k: Annotated[
         int, Field(ge=1, le=50, description="Semantic matches used as anchors")
     ] = 8,
+    include_superseded: Annotated[
+        bool,
+        Field(
+            description="Show superseded/deprecated nodes as 'superseded by X' (no content); "
+            "false leaves them out. Their successors are brought in either way"
+        ),
+    ] = True,
     session_id: SessionId = None,
     task_id: Annotated[str | None, Field(max_length=200, description="Your task's id")] = None,
 ) -> Annotated[CallToolResult, ContextGraphOut]:
@@ -133,7 +140,7 @@ async def build_context_graph(
         token_budget=token_budget or rt.settings.token_budget,
         max_content_chars=max_content_chars,
         node_types=node_types, edge_types=edge_types, policies=policies, semantic_k=semantic_k,
-        session_id=session_id, task_id=task_id,
+        include_superseded=include_superseded, session_id=session_id, task_id=task_id,
     )  # fmt: skip
     graph = await service.build_context_graph(rt, request, metadata_of(ctx, session_id))
     # to_dict() is already the output model's shape (tests/mcp checks it against the schema);

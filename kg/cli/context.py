@@ -34,6 +34,9 @@ def build(
     node_type: list[str] = typer.Option(None, "--type", help="Only expand to these node types."),
     edge_type: list[str] = typer.Option(None, "--edge", help="Only follow these edge types."),
     policy: list[str] = typer.Option(None, "--policy", help="Extra policy id to apply."),
+    include_superseded: bool = typer.Option(
+        True, help="Show superseded/deprecated nodes as such (--no-include-superseded: omit)."
+    ),
     session: str = typer.Option(None, help="Session id, recorded with the build."),
     as_json: bool = typer.Option(False, "--json", help="Print the whole result as JSON."),
 ) -> None:
@@ -55,6 +58,7 @@ def build(
         node_types=node_type or None,
         edge_types=edge_type or None,
         policies=policy or None,
+        include_superseded=include_superseded,
         session_id=session,
     )
 

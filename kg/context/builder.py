@@ -28,6 +28,7 @@ from kg.context.passages import terms
 from kg.context.render import estimate_tokens, render
 from kg.context.request import ContextRequest
 from kg.context.result import Budget, ContextEdge, ContextGraph, ContextNode, GovernanceSummary
+from kg.context.staleness import STALE_FACTOR, stale_status, successors
 from kg.embeddings.base import EmbeddingProvider
 from kg.embeddings.cache import query_vector
 from kg.errors import NotFoundError, ValidationError
@@ -82,6 +83,8 @@ class _Reached:
     reason: str
     hop: int
     via: str | None = None  # the edge it was reached through
+    status: str = ""  # superseded, deprecated, ...: not current (kg.context.staleness)
+    replaced_by: tuple[str, ...] = ()  # its successors as shown (policy-checked)
 
 
 def weight_factor(weight: float) -> float:
@@ -119,6 +122,11 @@ class ContextBuilder:
             allowed_filter = await self._add_governing_policies(reached, denied, governance)
 
         depth = await self._expand(req, reached, denied, governance, as_of_time, allowed_filter)
+        left_out = await self._supersede(req, reached, denied, governance)
+        if left_out:
+            warnings.append(
+                f"{left_out} superseded or deprecated node(s) left out (include_superseded=false)"
+            )
         return await self._assemble(req, reached, governance, as_of, depth, semantic, warnings)
 
     async def _governance(self, req: ContextRequest) -> Governance:
@@ -255,6 +263,46 @@ class ContextBuilder:
             frontier = sorted(new)
         return depth
 
+    async def _supersede(
+        self, req: ContextRequest, reached: dict[str, _Reached], denied: set[str], gov: Governance
+    ) -> int:
+        """Mark stale nodes, bring in their successors (ranked at least as high), and leave the
+        stale ones out if the request says so. Follows chains of replacements a few steps."""
+        done: set[str] = set()
+        left_out = 0
+        for _ in range(3):
+            stale = {n: r for n, r in reached.items() if n not in done and stale_status(r.row)}
+            if not stale:
+                break
+            done |= set(stale)
+            wanted = {s for r in stale.values() for s in successors(r.row)} - set(reached) - denied
+            found: dict[str, tuple[NodeRow, NodeVerdict]] = {}
+            for row in await self.source.nodes(sorted(wanted)) if wanted else []:
+                verdict = gov.admit(row.node_type, row.labels, row.governed_by)
+                if verdict.denied:
+                    denied.add(row.node_id)
+                else:
+                    found[row.node_id] = (row, verdict)
+            for node_id, item in sorted(stale.items()):
+                shown = tuple(s for s in successors(item.row) if s in reached or s in found)
+                for succ in shown:
+                    current = reached.get(succ)
+                    if current is None:
+                        row, verdict = found[succ]
+                        reached[succ] = _Reached(
+                            row, verdict, item.score, f"supersedes {node_id}", item.hop
+                        )
+                    elif current.score < item.score:
+                        current.score = item.score
+                if not req.include_superseded:
+                    del reached[node_id]
+                    left_out += 1
+                    continue
+                item.status = stale_status(item.row)
+                item.replaced_by = shown
+                item.score *= STALE_FACTOR
+        return left_out
+
     async def _assemble(
         self,
         req: ContextRequest,
@@ -378,6 +426,8 @@ class ContextBuilder:
             hop=item.hop,
             chars=chars,
             query=query,
+            status=item.status,
+            superseded_by=item.replaced_by,
         )
 
 
@@ -414,6 +464,7 @@ def graph_hash(
                 n.redacted,
                 n.breadcrumb,
                 n.partial,
+                n.status,
                 list(n.superseded_by),
             ]
             for n in nodes

@@ -46,6 +46,7 @@ def shown_node(
     hop: int,
     chars: int,
     query: Sequence[str],
+    status: str = "",
     superseded_by: tuple[str, ...] = (),
 ) -> ContextNode:
     """The node as the agent sees it. Redacted: id and type only (no passage of it is ever
@@ -60,7 +61,7 @@ def shown_node(
     if crumb:
         properties = {k: v for k, v in properties.items() if k not in _PLACE_KEYS}
     labels = row.labels if row.labels != (row.node_type,) else ()
-    if superseded_by:
+    if status:
         text, partial = "", bool(row.content)
     else:
         cut = excerpt(row.content, query, chars)
@@ -77,6 +78,7 @@ def shown_node(
         hop,
         breadcrumb=crumb,
         partial=partial,
+        status=status,
         superseded_by=superseded_by,
     )
 
@@ -126,7 +128,7 @@ def shrink_to_fit(
 ) -> ContextNode | None:
     """A shorter excerpt of ``node`` that fits what the budget has left, or ``None``."""
     room = meter.room()
-    if room is None or node.redacted or node.superseded_by or not node.content:
+    if room is None or node.redacted or node.status or not node.content:
         return None
     text_cost, data_cost = node_cost(node)
     overhead = max(text_cost, data_cost) - estimate_tokens(node.content)

@@ -21,14 +21,20 @@ def node_line(node: ContextNode) -> str:
     if node.redacted:
         return f"- **{node.node_id}** ({node.node_type}) [redacted by policy]"
     title = node.breadcrumb or node.name
-    if node.superseded_by:
-        return (
-            f"- **{node.node_id}** ({node.node_type}; {node.reason}) {title} "
-            f"[superseded by {', '.join(node.superseded_by)}]"
-        )
+    if node.status:
+        named = node.superseded_by or _named_successor(node)
+        mark = f"superseded by {', '.join(named)}" if named else node.status
+        return f"- **{node.node_id}** ({node.node_type}; {node.reason}) {title} [{mark}]"
     text = " ".join(node.content.split())
     body = f"{title}: {text}" if text else title
     return f"- **{node.node_id}** ({node.node_type}; {node.reason}) {body}"
+
+
+def _named_successor(node: ContextNode) -> tuple[str, ...]:
+    """A successor the node's own (visible) properties name in words (``ADR-7``), when it is
+    not a node of the graph."""
+    text = node.properties.get("superseded_by")
+    return (text,) if isinstance(text, str) and ":" not in text else ()
 
 
 def edge_line(edge: ContextEdge) -> str:

@@ -41,6 +41,11 @@ class ContextRequest(BaseModel):
     policies: tuple[str, ...] = Field(
         default=(), description="Extra policy ids applied to every node of this build"
     )
+    include_superseded: bool = Field(
+        default=True,
+        description="Show superseded or deprecated nodes as such (no content, below their "
+        "successor); false leaves them out",
+    )
     semantic_k: int = Field(default=8, ge=1, le=50, description="Semantic matches used as anchors")
     session_id: str | None = Field(default=None, max_length=200)
     task_id: str | None = Field(default=None, max_length=200)

@@ -22,7 +22,9 @@ class ContextNode:
     breadcrumb: str = ""
     #: True when ``content`` holds the passages that match the task, not the whole text
     partial: bool = False
-    #: the nodes that replace this one (it is served as "superseded by ..." and no content)
+    #: not current: ``superseded``, ``deprecated``, ... (served without content)
+    status: str = ""
+    #: the nodes that replace this one, as far as policies let this graph name them
     superseded_by: tuple[str, ...] = ()
 
 
@@ -114,6 +116,8 @@ def _node_dict(n: ContextNode) -> dict[str, Any]:
         node["breadcrumb"] = n.breadcrumb
     if n.partial:
         node["partial"] = True
+    if n.status:
+        node["status"] = n.status
     if n.superseded_by:
         node["superseded_by"] = list(n.superseded_by)
     return node

@@ -289,7 +289,20 @@ class _Builder:
         return self.sections[following].line if following < len(self.sections) else len(self.lines)
 
     def _status(self) -> dict[str, str]:
-        """Deprecated or superseded, by front matter or an ADR status (:mod:`kg.ingest.status`)."""
+        """Deprecated or superseded, by front matter or an ADR status (:mod:`kg.ingest.status`);
+        a successor given as a link to a Markdown file becomes its node id."""
+        found = self._find_status()
+        successor = found.get("superseded_by")
+        if successor:
+            try:
+                target = resolve_href(self.relpath, successor)
+            except LinkEscapesRoot:
+                target = None
+            if target is not None and path_id_problem(target.relpath) is None:
+                found["superseded_by"] = _target_id(target)
+        return found
+
+    def _find_status(self) -> dict[str, str]:
         found = front_matter_status(self.front_matter)
         if found:
             return found

@@ -8,7 +8,8 @@
   ``Status: Superseded by ADR-7`` line (bold or not) before the first second-level heading.
 
 The result goes into the document's and each of its sections' properties (``status``,
-``superseded_by``), so a context build can serve them as what they are.
+``superseded_by``: the successor's node id when it is a link to a Markdown file of the
+project, else the text as written), so a context build can serve them as what they are.
 """
 
 from __future__ import annotations

@@ -118,6 +118,7 @@ async def test_a_context_graph_as_data_is_exactly_its_published_schema(shop: Run
         node.setdefault("redacted", False)
         node.setdefault("breadcrumb", "")
         node.setdefault("partial", False)
+        node.setdefault("status", "")
         node.setdefault("superseded_by", [])
     for edge in full["edges"]:
         edge["edge_id"] = f"{edge['from_node']}|{edge['edge_type']}|{edge['to_node']}"
