@@ -42,7 +42,8 @@ from kg.search import FALLBACK_WARNING
 # scoring, budgets, hashing): a logged graph is only reproducible by the version that built it.
 # 1: first release. 2: per-node fan-out cap per hop; edge budget, reach edges first.
 # 3: node content cut to max_content_chars. 4: default token budget 800 bounding the
-# structured result too; passages matching the task with a breadcrumb; superseded nodes marked.
+# structured result too; passages matching the task with a breadcrumb; superseded nodes marked;
+# semantic matches ranked by their fused score, the full-text leg OR'ing the task's terms.
 BUILDER_VERSION = 4
 
 HOP_DECAY = 0.5
@@ -72,7 +73,7 @@ class GraphSource(Protocol):
     ) -> list[EdgeRow]: ...
     async def semantic(
         self, text: str, vector: str, k: int, node_types: Sequence[str]
-    ) -> list[tuple[str, float]]: ...
+    ) -> list[tuple[str, float, float]]: ...
 
 
 @dataclass
@@ -110,7 +111,7 @@ class ContextBuilder:
         as_of, as_of_time = await self.source.as_of()
         governance = await self._governance(req)
         warnings: list[str] = []
-        semantic: list[tuple[str, float]] = []
+        semantic: list[tuple[str, float, float]] = []
         if req.mode == "semantic" or (req.mode == "policy_first" and not req.anchors):
             semantic = await self._semantic_anchors(req)
             if self.embedder is not None and self.embedder.is_fallback:
@@ -142,7 +143,7 @@ class ContextBuilder:
             policies[policy_id] = replace(p, rule=p.rule.model_copy(update={"scope": "project"}))
         return Governance(policies)
 
-    async def _semantic_anchors(self, req: ContextRequest) -> list[tuple[str, float]]:
+    async def _semantic_anchors(self, req: ContextRequest) -> list[tuple[str, float, float]]:
         if self.embedder is None:
             raise ValidationError(f"mode {req.mode!r} with a task text needs an embedder")
         assert req.task is not None
@@ -150,9 +151,9 @@ class ContextBuilder:
         return await self.source.semantic(req.task, vector, req.semantic_k, req.node_types)
 
     async def _anchors(
-        self, req: ContextRequest, semantic: list[tuple[str, float]], gov: Governance
+        self, req: ContextRequest, semantic: list[tuple[str, float, float]], gov: Governance
     ) -> tuple[dict[str, _Reached], set[str]]:
-        wanted = list(dict.fromkeys([*req.anchors, *(n for n, _ in semantic)]))
+        wanted = list(dict.fromkeys([*req.anchors, *(n for n, _, _ in semantic)]))
         rows = {r.node_id: r for r in await self.source.nodes(wanted)}
         missing = [a for a in req.anchors if a not in rows]
         if missing:
@@ -160,7 +161,10 @@ class ContextBuilder:
                 f"anchor node(s) {', '.join(missing)} not found in this project: check the ids "
                 "(`kg query TEXT` or the query_knowledge_graph tool finds nodes)"
             )
-        similarity = dict(semantic)
+        # A match ranks by its fused (vector + full-text) score, the best one at 1.0: ranking by
+        # vector similarity alone put sections only full text found below every neighbour.
+        best = max((score for _, _, score in semantic), default=1.0) or 1.0
+        matched = {n: (rank, sim, score / best) for rank, (n, sim, score) in enumerate(semantic, 1)}
         reached: dict[str, _Reached] = {}
         denied: set[str] = set()
         for node_id in wanted:
@@ -173,9 +177,10 @@ class ContextBuilder:
             elif node_id in req.anchors:
                 reached[node_id] = _Reached(row, verdict, 1.0, "anchor", 0)
             else:
-                sim = similarity[node_id]
-                reason = f"semantic match (similarity {sim:.3f})"
-                reached[node_id] = _Reached(row, verdict, max(sim, 0.05), reason, 0)
+                rank, sim, relevance = matched[node_id]
+                how = f"similarity {sim:.3f}" if sim else "full text"
+                reason = f"semantic match #{rank} ({how})"
+                reached[node_id] = _Reached(row, verdict, max(relevance, 0.05), reason, 0)
         return reached, denied
 
     async def _add_governing_policies(
@@ -310,7 +315,7 @@ class ContextBuilder:
         gov: Governance,
         as_of: int,
         depth: int,
-        semantic: list[tuple[str, float]],
+        semantic: list[tuple[str, float, float]],
         warnings: list[str],
     ) -> ContextGraph:
         ranked = sorted(reached.values(), key=lambda r: (-round(r.score, 9), r.row.node_id))
@@ -390,7 +395,7 @@ class ContextBuilder:
             rendering=rendering,
             token_estimate=token_estimate,
             content_hash=content_hash,
-            semantic_anchors=tuple((n, round(s, 6)) for n, s in semantic),
+            semantic_anchors=tuple((n, round(s, 6)) for n, s, _ in semantic),
             embedder=self.embedder.model_id if semantic and self.embedder else None,
             warnings=tuple(warnings),
         )

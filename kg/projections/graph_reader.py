@@ -195,9 +195,10 @@ class GraphReader:
 
     async def semantic(
         self, text: str, vector: str, k: int, node_types: Sequence[str]
-    ) -> list[tuple[str, float]]:
-        """The ``k`` best hybrid (vector + full-text) matches for a task text."""
+    ) -> list[tuple[str, float, float]]:
+        """The ``k`` best hybrid (vector + full-text) matches for a task text, best first:
+        (node id, vector similarity or 0 when only full text found it, fused score)."""
         hits = await search_in_transaction(
             self.conn, self.scope, text, "hybrid", _opt(node_types), k, vector, max(4 * k, 40)
         )
-        return [(h.node_id, h.similarity or 0.0) for h in hits]
+        return [(h.node_id, h.similarity or 0.0, h.score) for h in hits]
