@@ -21,9 +21,12 @@ INDEX_DIMENSIONS = 384
 _MAX_EMBED_CHARS = 4000
 
 
-def embedding_text(name: str, content: str) -> str:
-    """What gets embedded for a node: its name and the start of its content."""
-    return f"{name}\n\n{content[:_MAX_EMBED_CHARS]}" if content else name
+def embedding_text(name: str, content: str, place: str = "") -> str:
+    """What gets embedded for a node: where it sits (a section's file and heading path, which
+    ends with its name) or else its name, then the start of its content. The heading path
+    tells the model what a terse section ("Limits", "Errors") is about."""
+    title = place or name
+    return f"{title}\n\n{content[:_MAX_EMBED_CHARS]}" if content else title
 
 
 def vector_literal(vector: list[float]) -> str:

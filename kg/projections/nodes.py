@@ -7,6 +7,7 @@ from typing import Any
 
 import asyncpg
 
+from kg.breadcrumbs import breadcrumb
 from kg.embeddings.base import content_hash
 from kg.embeddings.cache import check_index_model, embedding_text, ensure_cached
 from kg.events.envelope import RecordedEvent
@@ -88,7 +89,9 @@ class NodesProjection:
             await check_index_model(conn, ctx.embedder)
             texts = {}
             for e in asserted:
-                text = embedding_text(e.payload["name"], e.payload.get("content", ""))
+                p = e.payload
+                place = breadcrumb(p["node_id"], p["name"], p.get("properties") or {})
+                text = embedding_text(p["name"], p.get("content", ""), place)
                 texts[hashes.setdefault(id(e), content_hash(text))] = text
             ctx.embedded += await ensure_cached(conn, ctx.embedder, texts)
         for kind, run in runs(mine, lambda e: e.event_type):
