@@ -11,11 +11,13 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from kg.breadcrumbs import breadcrumb
+from kg.context.staleness import STALE_FACTOR, stale_status
 from kg.db.tenancy import tenant_transaction
 from kg.embeddings.cache import query_vector
 from kg.errors import NotFoundError, PolicyDeniedError, ValidationError
 from kg.policies.evaluate import Governance
 from kg.projections.graph_reader import EdgeRow, GraphReader, NodeRow
+from kg.ranking import copy_of, prior
 from kg.runtime import Runtime
 from kg.search import FALLBACK_WARNING, MODES, search_in_transaction
 
@@ -86,24 +88,37 @@ async def query_knowledge_graph(
             text,
             mode,
             list(node_types) or None,
-            limit * 2,
+            limit * 4,
             vector,
             max(limit * 8, 40),
         )
         rows = {r.node_id: r for r in await reader.nodes([h.node_id for h in hits])}
+    # The context builder's ranking: copies, drafts and archives below the specs they copy,
+    # stale nodes below their successors, and restatements of a better hit left out.
+    ranked = sorted(
+        ((h, rows[h.node_id]) for h in hits if h.node_id in rows),
+        key=lambda hr: (-round(hr[0].score * search_prior(hr[1]), 12), hr[0].node_id),
+    )
     results: list[dict[str, Any]] = []
-    for hit in hits:
-        row = rows.get(hit.node_id)
-        if row is None:
-            continue
+    grams: list[tuple[str, frozenset[int]]] = []
+    for hit, row in ranked:
         verdict = gov.admit(row.node_type, row.labels, row.governed_by)
         if verdict.denied:
             continue
+        if not verdict.redacted:
+            original, own = copy_of(row.content, grams)
+            if original is not None:
+                continue
+            grams.append((row.node_id, own))
         if len(results) < limit:
+            view = node_view(row, verdict.redacted)
+            status = "" if verdict.redacted else stale_status(row)
+            if status:
+                view["status"] = status
             results.append(
                 {
-                    **node_view(row, verdict.redacted),
-                    "score": round(hit.score, 6),
+                    **view,
+                    "score": round(hit.score * search_prior(row), 6),
                     "similarity": hit.similarity,
                 }
             )
@@ -114,6 +129,11 @@ async def query_knowledge_graph(
         "embedder": rt.embedder.model_id if vector else None,
         "warnings": [FALLBACK_WARNING] if vector and rt.embedder.is_fallback else [],
     }
+
+
+def search_prior(row: NodeRow) -> float:
+    """What a search hit's score is multiplied by (see :mod:`kg.ranking`)."""
+    return prior(row.node_id) * (STALE_FACTOR if stale_status(row) else 1.0)
 
 
 async def _start(reader: GraphReader, gov: Governance, node_id: str) -> NodeRow:

@@ -38,6 +38,11 @@ class ContextNodeOut(BaseModel):
         description="Nodes that replace this one: it is not current (no content); absent if none",
     )
 
+    copies: list[str] = Field(
+        default_factory=list,
+        description="Nodes restating this one, cited instead of shown; absent if none",
+    )
+
 
 class ContextEdgeOut(BaseModel):
     """An edge, named by its type and ends (its id in kg is 'from_node|edge_type|to_node')."""
@@ -133,6 +138,7 @@ class EdgeView(BaseModel):
 
 class SearchHitOut(NodeView):
     score: float
+    status: str = Field(default="", description="superseded, deprecated, ...; absent if current")
     similarity: float | None = Field(description="Vector similarity, when the vector side matched")
 
 

@@ -36,6 +36,7 @@ from kg.events.hashing import canonical_json
 from kg.policies.evaluate import Governance
 from kg.policies.model import NodeVerdict, Policy
 from kg.projections.graph_reader import EdgeRow, NodeRow
+from kg.ranking import copy_of, prior
 from kg.search import FALLBACK_WARNING
 
 # Bump whenever the same request on the same log would return a different graph (expansion,
@@ -180,7 +181,8 @@ class ContextBuilder:
                 rank, sim, relevance = matched[node_id]
                 how = f"similarity {sim:.3f}" if sim else "full text"
                 reason = f"semantic match #{rank} ({how})"
-                reached[node_id] = _Reached(row, verdict, max(relevance, 0.05), reason, 0)
+                score = max(relevance, 0.05) * prior(node_id)
+                reached[node_id] = _Reached(row, verdict, score, reason, 0)
         return reached, denied
 
     async def _add_governing_policies(
@@ -258,6 +260,7 @@ class ContextBuilder:
                     * HOP_DECAY
                     * weight_factor(edge.weight)
                     * recency_factor(row.updated_at, as_of_time)
+                    * prior(node_id)
                 )
                 reason = f"hop {hop} from {parent_id} via {edge.edge_type}"
                 if candidate is None or (score, reason) > (candidate.score, candidate.reason):
@@ -327,7 +330,14 @@ class ContextBuilder:
         )
         chosen: list[ContextNode] = []
         kept: list[_Reached] = []
+        grams: list[tuple[str, frozenset[int]]] = []
+        copies: dict[str, list[str]] = {}
         for item in ranked[: req.max_nodes]:
+            if not (item.verdict.redacted or item.status):
+                original, own = copy_of(item.row.content, grams)
+                if original is not None:
+                    copies.setdefault(original, []).append(item.row.node_id)
+                    continue
             node = self._shown(item, chars, query)
             if not meter.fits(node_cost(node)):
                 truncated = True
@@ -338,6 +348,9 @@ class ContextBuilder:
             chosen.append(node)
             kept.append(item)
             meter.add(node_cost(node))
+            if not (item.verdict.redacted or item.status):
+                grams.append((item.row.node_id, own))
+        chosen = [replace(n, copies=tuple(copies.get(n.node_id, ()))) for n in chosen]
         edges, edges_truncated = await self._edges(req, kept, meter)
         truncated = truncated or edges_truncated
         granted: dict[str, tuple[tuple[str, ...], list[str]]] = {}
@@ -471,6 +484,7 @@ def graph_hash(
                 n.partial,
                 n.status,
                 list(n.superseded_by),
+                list(n.copies),
             ]
             for n in nodes
         ],

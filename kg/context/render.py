@@ -26,6 +26,8 @@ def node_line(node: ContextNode) -> str:
         mark = f"superseded by {', '.join(named)}" if named else node.status
         return f"- **{node.node_id}** ({node.node_type}; {node.reason}) {title} [{mark}]"
     text = " ".join(node.content.split())
+    if node.copies:
+        title += f" (also in {', '.join(node.copies)})"
     body = f"{title}: {text}" if text else title
     return f"- **{node.node_id}** ({node.node_type}; {node.reason}) {body}"
 

@@ -26,6 +26,8 @@ class ContextNode:
     status: str = ""
     #: the nodes that replace this one, as far as policies let this graph name them
     superseded_by: tuple[str, ...] = ()
+    #: nodes restating this one (near-duplicates), cited here instead of shown
+    copies: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,8 @@ def _node_dict(n: ContextNode) -> dict[str, Any]:
         node["status"] = n.status
     if n.superseded_by:
         node["superseded_by"] = list(n.superseded_by)
+    if n.copies:
+        node["copies"] = list(n.copies)
     return node
 
 

@@ -122,7 +122,7 @@ async def test_the_default_budget_bounds_rendering_and_structured_result(
         node_id = f"section:docs/s{i:02}.md#part"
         events.append(
             NodeAsserted(node_id=node_id, node_type="Section", name=f"Part {i}",
-                         content=f"Part {i} explains things. " + FILLER * 40)
+                         content=" ".join(f"word{i}x{j}." for j in range(400)))
         )  # fmt: skip
         events.append(
             EdgeAsserted(edge_type="CONTAINS", from_node="component:hub", to_node=node_id)

@@ -120,6 +120,7 @@ async def test_a_context_graph_as_data_is_exactly_its_published_schema(shop: Run
         node.setdefault("partial", False)
         node.setdefault("status", "")
         node.setdefault("superseded_by", [])
+        node.setdefault("copies", [])
     for edge in full["edges"]:
         edge["edge_id"] = f"{edge['from_node']}|{edge['edge_type']}|{edge['to_node']}"
     assert full == json.loads(json.dumps(dataclasses.asdict(graph)))
