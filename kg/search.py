@@ -51,12 +51,23 @@ SELECT node_id, row_number() OVER (ORDER BY rank DESC, node_id) AS r, rank
          ORDER BY m.rank DESC, m.node_id LIMIT $5) f
 """
 
+# A node's distance is the best of its own vector's and its passages' (kg_passages: long nodes
+# get a vector per passage, so an answer deep in a section is seen); each index is searched for
+# the same number of candidates.
 _VEC = f"""
 SELECT node_id, row_number() OVER (ORDER BY distance, node_id) AS r, 1 - distance AS sim
-  FROM (SELECT node_id, embedding <=> $6::vector AS distance
-          FROM kg_nodes
-         WHERE {_FILTER} AND embedding IS NOT NULL
-         ORDER BY embedding <=> $6::vector LIMIT $5) v
+  FROM (SELECT node_id, min(distance) AS distance
+          FROM ((SELECT node_id, embedding <=> $6::vector AS distance
+                   FROM kg_nodes
+                  WHERE {_FILTER} AND embedding IS NOT NULL
+                  ORDER BY embedding <=> $6::vector LIMIT $5)
+                UNION ALL
+                (SELECT node_id, embedding <=> $6::vector AS distance
+                   FROM kg_passages
+                  WHERE {_FILTER} AND embedding IS NOT NULL
+                  ORDER BY embedding <=> $6::vector LIMIT $5)) u
+         GROUP BY node_id
+         ORDER BY distance, node_id LIMIT $5) v
 """
 
 # Fused and cut to the limit before kg_nodes is joined: joining on the full join's merged id
