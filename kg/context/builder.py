@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from kg.context.fit import (
     HEADER_TOKENS,
+    MIN_NODE_TOKENS,
     Meter,
     allowance,
     edge_cost,
@@ -333,11 +334,10 @@ class ContextBuilder:
         grams: list[tuple[str, frozenset[int]]] = []
         copies: dict[str, list[str]] = {}
         for item in ranked[: req.max_nodes]:
-            if not (item.verdict.redacted or item.status):
-                original, own = copy_of(item.row.content, grams)
-                if original is not None:
-                    copies.setdefault(original, []).append(item.row.node_id)
-                    continue
+            room = meter.room()
+            if room is not None and room < MIN_NODE_TOKENS:
+                truncated = True
+                break
             node = self._shown(item, chars, query)
             if not meter.fits(node_cost(node)):
                 truncated = True
@@ -345,11 +345,16 @@ class ContextBuilder:
                 if smaller is None:
                     continue
                 node = smaller
+            readable = not (item.verdict.redacted or item.status)  # never read a redacted text
+            if readable:
+                original, own = copy_of(item.row.content, grams)
+                if original is not None:
+                    copies.setdefault(original, []).append(item.row.node_id)
+                    continue
+                grams.append((item.row.node_id, own))
             chosen.append(node)
             kept.append(item)
             meter.add(node_cost(node))
-            if not (item.verdict.redacted or item.status):
-                grams.append((item.row.node_id, own))
         chosen = [replace(n, copies=tuple(copies.get(n.node_id, ()))) for n in chosen]
         edges, edges_truncated = await self._edges(req, kept, meter)
         truncated = truncated or edges_truncated

@@ -26,6 +26,8 @@ EXCERPT_SHARE = 8
 # ...but never less than this, and no excerpt shorter than MIN_EXCERPT is worth showing.
 MIN_ALLOWANCE = 320
 MIN_EXCERPT = 100
+# Below this many tokens left, no node fits any more (a bare id, type and reason take ~20).
+MIN_NODE_TOKENS = 24
 # Properties a breadcrumb already says (file, ancestors, anchor): left out of the shown node.
 _PLACE_KEYS = frozenset({"level", "anchor", "path"})
 
