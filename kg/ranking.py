@@ -4,6 +4,9 @@
   that say so: ``archive/``, ``drafts/``, ``templates/``, ``old/``, ``deprecated/``,
   ``*.draft.md``, ``*-tmpl.md``, ``*.bak.md``. A node of such a file keeps ``NONCURRENT_FACTOR``
   of its score: still found when nothing else answers, never ahead of the spec it copies.
+* **Multi-part questions.** "How long is X valid, and what happens when Y?" asks for two
+  sections; each part is searched on its own as well, so the second half is not drowned by
+  the first (:func:`question_parts`).
 * **Near-duplicates.** A restatement (a story repeating its epic, a copy of a page) has most of
   its word 3-grams in the original; a node whose 3-grams are mostly in a better-ranked one
   already shown is cited as its copy instead of shown, so copies do not fill the budget.
@@ -77,3 +80,32 @@ def copy_of(
         if contained(own, other):
             return node_id, own
     return None, own
+
+
+_QUESTION_WORDS = (
+    "what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|could|"
+    "should|must|may|will|would|if"
+)
+# A part ends at a question mark or semicolon, or before ", and"/"and"/", or"/"also"
+# followed by a question word ("..., and what happens ...").
+_PART_BREAK = re.compile(
+    rf"(?<=[?;])\s+|,?\s+(?:and|or|also|plus|then)\s+(?=(?:{_QUESTION_WORDS})\b)",
+    re.IGNORECASE,
+)
+MAX_PARTS = 3
+MIN_PART_WORDS = 3
+
+
+def question_parts(text: str) -> list[str]:
+    """The parts of a multi-part question (at most ``MAX_PARTS``), or ``[]`` for a single one.
+    A part of fewer than ``MIN_PART_WORDS`` words joins the one before it."""
+    parts: list[str] = []
+    for piece in _PART_BREAK.split(text.strip()):
+        piece = piece.strip(" ,")
+        if not piece:
+            continue
+        if parts and len(piece.split()) < MIN_PART_WORDS:
+            parts[-1] = f"{parts[-1]} {piece}"
+        else:
+            parts.append(piece)
+    return parts[:MAX_PARTS] if len(parts) > 1 else []

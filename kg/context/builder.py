@@ -37,7 +37,7 @@ from kg.events.hashing import canonical_json
 from kg.policies.evaluate import Governance
 from kg.policies.model import NodeVerdict, Policy
 from kg.projections.graph_reader import EdgeRow, NodeRow
-from kg.ranking import copy_of, prior
+from kg.ranking import copy_of, prior, question_parts
 from kg.search import FALLBACK_WARNING
 
 # Bump whenever the same request on the same log would return a different graph (expansion,
@@ -45,7 +45,8 @@ from kg.search import FALLBACK_WARNING
 # 1: first release. 2: per-node fan-out cap per hop; edge budget, reach edges first.
 # 3: node content cut to max_content_chars. 4: default token budget 800 bounding the
 # structured result too; passages matching the task with a breadcrumb; superseded nodes marked;
-# semantic matches ranked by their fused score, the full-text leg OR'ing the task's terms.
+# semantic matches ranked by their fused score, the full-text leg OR'ing the task's terms;
+# copies and drafts below what they copy; multi-part questions searched part by part.
 BUILDER_VERSION = 4
 
 HOP_DECAY = 0.5
@@ -54,6 +55,8 @@ RECENCY_DAYS = 30.0
 # frontier is small), so no single hub (a policy governing thousands of nodes, a document with
 # hundreds of sections) fills a hop on its own.
 MIN_FANOUT = 16
+# A part of a multi-part question ranks its best match at this share of the whole question's.
+PART_WEIGHT = 0.8
 
 
 class GraphSource(Protocol):
@@ -149,8 +152,22 @@ class ContextBuilder:
         if self.embedder is None:
             raise ValidationError(f"mode {req.mode!r} with a task text needs an embedder")
         assert req.task is not None
-        vector = await query_vector(self.embedder, req.task)
-        return await self.source.semantic(req.task, vector, req.semantic_k, req.node_types)
+        lists = []
+        for n, text in enumerate([req.task, *question_parts(req.task)]):
+            vector = await query_vector(self.embedder, text)
+            found = await self.source.semantic(text, vector, req.semantic_k, req.node_types)
+            best = max((score for _, _, score in found), default=1.0) or 1.0
+            weight = 1.0 if n == 0 else PART_WEIGHT
+            lists.append([(node, sim, weight * score / best) for node, sim, score in found])
+        if len(lists) == 1:
+            return lists[0]
+        merged: dict[str, tuple[float, float]] = {}  # node -> (similarity, relevance)
+        for found in lists:
+            for node, sim, relevance in found:
+                old_sim, old_rel = merged.get(node, (0.0, 0.0))
+                merged[node] = (max(sim, old_sim), max(relevance, old_rel))
+        ranked = sorted(merged.items(), key=lambda kv: (-round(kv[1][1], 9), kv[0]))
+        return [(node, sim, rel) for node, (sim, rel) in ranked[: req.semantic_k + 2 * len(lists)]]
 
     async def _anchors(
         self, req: ContextRequest, semantic: list[tuple[str, float, float]], gov: Governance

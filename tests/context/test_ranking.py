@@ -8,7 +8,7 @@ from pathlib import Path
 from kg.context.service import build_context_graph, parse_request
 from kg.graph_queries import query_knowledge_graph
 from kg.ingest.service import ingest_paths
-from kg.ranking import copy_of, noncurrent, shingles
+from kg.ranking import copy_of, noncurrent, question_parts, shingles
 from kg.runtime import Runtime
 
 RETRY = (
@@ -73,3 +73,31 @@ async def test_full_text_matches_a_question_that_lacks_some_words(runtime: Runti
         runtime, "how many days until the platform gives up on webhook retries", mode="fulltext"
     )
     assert found["results"][0]["node_id"] == "section:docs/webhooks.md#retries"
+
+
+def test_a_multi_part_question_splits_at_its_parts() -> None:
+    assert question_parts(
+        "When are production deploys allowed, and what do we do if a release goes bad?"
+    ) == ["When are production deploys allowed", "what do we do if a release goes bad?"]
+    assert question_parts("Do we call a routing service? Why or why not?") == []
+    assert question_parts("Can a homeowner pay part of a bill now and the rest later?") == []
+
+
+async def test_each_part_of_a_question_brings_its_section(runtime: Runtime) -> None:
+    docs = Path(runtime.settings.project_root) / "docs"
+    docs.mkdir()
+    topics = {
+        "deploys": "Production deploys happen on weekday mornings after the staging soak.",
+        "rollback": "A bad release is rolled back by redeploying the previous image tag.",
+    }
+    for i in range(12):  # sections about deploys that crowd out the rollback one
+        topics[f"deploy-{i}"] = f"Production deploys note {i}: deploys allowed on weekdays {i}."
+    body = "\n\n".join(f"## {name}\n\n{text}" for name, text in topics.items())
+    (docs / "ops.md").write_text(f"# Ops\n\n{body}\n", encoding="utf-8")
+    await ingest_paths(runtime, ["docs"])
+    task = "When are production deploys allowed, and what happens when a release is bad?"
+    graph = await build_context_graph(
+        runtime, parse_request(task=task, mode="semantic", semantic_k=3, max_depth=0)
+    )
+    ids = [n.node_id for n in graph.nodes]
+    assert "section:docs/ops.md#rollback" in ids
