@@ -46,7 +46,8 @@ from kg.search import FALLBACK_WARNING
 # 3: node content cut to max_content_chars. 4: default token budget 800 bounding the
 # structured result too; passages matching the task with a breadcrumb; superseded nodes marked;
 # semantic matches ranked by their fused score, the full-text leg OR'ing the task's terms;
-# copies and drafts below what they copy; multi-part questions searched part by part.
+# copies and drafts below what they copy; multi-part questions searched part by part; hops
+# weighted by the task terms they share.
 BUILDER_VERSION = 4
 
 HOP_DECAY = 0.5
@@ -55,6 +56,10 @@ RECENCY_DAYS = 30.0
 # frontier is small), so no single hub (a policy governing thousands of nodes, a document with
 # hundreds of sections) fills a hop on its own.
 MIN_FANOUT = 16
+# With a task, a hop's score also says how many of the task's terms the node shares (in its
+# name and first OVERLAP_CHARS of content): from 1 - TASK_WEIGHT (none) to 1 (all).
+TASK_WEIGHT = 0.75
+OVERLAP_CHARS = 3000
 # A part of a multi-part question ranks its best match at this share of the whole question's.
 PART_WEIGHT = 0.8
 
@@ -237,6 +242,7 @@ class ContextBuilder:
         allowed_filter: set[str],
     ) -> int:
         frontier = sorted(n for n, r in reached.items() if r.hop == 0)
+        wanted = sorted(set(terms(req.task))) if req.task else []
         # Strongest edges first; twice the node budget leaves room for policy exclusions.
         limit = max(2 * req.max_nodes, 64)
         depth = 0
@@ -279,6 +285,7 @@ class ContextBuilder:
                     * weight_factor(edge.weight)
                     * recency_factor(row.updated_at, as_of_time)
                     * prior(node_id)
+                    * task_overlap(wanted, row.name, row.content)
                 )
                 reason = f"hop {hop} from {parent_id} via {edge.edge_type}"
                 if candidate is None or (score, reason) > (candidate.score, candidate.reason):
@@ -469,6 +476,17 @@ class ContextBuilder:
             status=item.status,
             superseded_by=item.replaced_by,
         )
+
+
+def task_overlap(wanted: Sequence[str], name: str, content: str) -> float:
+    """For a node reached by a hop during a build with a task: between ``1 - TASK_WEIGHT`` (it
+    shares none of the task's terms) and 1 (all of them), so a neighbour about the task
+    outranks one that is only near (a story's change log beside its acceptance criteria)."""
+    if not wanted:
+        return 1.0
+    text = f"{name} {content[:OVERLAP_CHARS]}".lower()
+    found = sum(1 for stem in wanted if stem in text)
+    return 1.0 - TASK_WEIGHT + TASK_WEIGHT * found / len(wanted)
 
 
 def edge_budget(req: ContextRequest) -> int:

@@ -101,3 +101,27 @@ async def test_each_part_of_a_question_brings_its_section(runtime: Runtime) -> N
     )
     ids = [n.node_id for n in graph.nodes]
     assert "section:docs/ops.md#rollback" in ids
+
+
+async def test_with_a_task_a_hop_about_it_outranks_a_hop_that_is_only_near(
+    runtime: Runtime,
+) -> None:
+    docs = Path(runtime.settings.project_root) / "docs"
+    docs.mkdir()
+    (docs / "story.md").write_text(
+        "# Story 2.5\n\n## Acceptance criteria\n\nDispatch is warned when a technician runs "
+        "fifteen minutes late.\n\n## Change log\n\nVersion 0.2 edited by Sam.\n\n"
+        "## Late alerts\n\nA late alert fires once per visit; it repeats only after a reset.\n",
+        encoding="utf-8",
+    )
+    await ingest_paths(runtime, ["docs"])
+    graph = await build_context_graph(
+        runtime,
+        parse_request(
+            anchors=["document:docs/story.md"],
+            task="can a late alert fire again for the same visit?",
+            token_budget=100_000,
+        ),
+    )
+    score = {n.node_id: n.score for n in graph.nodes}
+    assert score["section:docs/story.md#late-alerts"] > score["section:docs/story.md#change-log"]
