@@ -109,3 +109,24 @@ def question_parts(text: str) -> list[str]:
         else:
             parts.append(piece)
     return parts[:MAX_PARTS] if len(parts) > 1 else []
+
+
+# A part of a multi-part question ranks its best match at this share of the whole question's.
+PART_WEIGHT = 0.8
+
+
+def merge_parts(
+    lists: Sequence[Sequence[tuple[str, float, float]]], limit: int
+) -> list[tuple[str, float, float]]:
+    """Merge the matches of a whole question (first) and of its parts: ``(node id, similarity,
+    score)`` lists, each best first. Each list's scores are scaled to its best (the parts' to
+    ``PART_WEIGHT``); a node keeps its best relevance. Best first, ties by node id."""
+    merged: dict[str, tuple[float, float]] = {}  # node -> (similarity, relevance)
+    for n, found in enumerate(lists):
+        best = max((score for _, _, score in found), default=1.0) or 1.0
+        weight = 1.0 if n == 0 else PART_WEIGHT
+        for node, sim, score in found:
+            old_sim, old_rel = merged.get(node, (0.0, 0.0))
+            merged[node] = (max(sim, old_sim), max(weight * score / best, old_rel))
+    ranked = sorted(merged.items(), key=lambda kv: (-round(kv[1][1], 9), kv[0]))
+    return [(node, sim, rel) for node, (sim, rel) in ranked[:limit]]

@@ -37,7 +37,7 @@ from kg.events.hashing import canonical_json
 from kg.policies.evaluate import Governance
 from kg.policies.model import NodeVerdict, Policy
 from kg.projections.graph_reader import EdgeRow, NodeRow
-from kg.ranking import copy_of, prior, question_parts
+from kg.ranking import copy_of, merge_parts, prior, question_parts
 from kg.search import FALLBACK_WARNING
 
 # Bump whenever the same request on the same log would return a different graph (expansion,
@@ -60,8 +60,6 @@ MIN_FANOUT = 16
 # name and first OVERLAP_CHARS of content): from 1 - TASK_WEIGHT (none) to 1 (all).
 TASK_WEIGHT = 0.75
 OVERLAP_CHARS = 3000
-# A part of a multi-part question ranks its best match at this share of the whole question's.
-PART_WEIGHT = 0.8
 
 
 class GraphSource(Protocol):
@@ -158,21 +156,12 @@ class ContextBuilder:
             raise ValidationError(f"mode {req.mode!r} with a task text needs an embedder")
         assert req.task is not None
         lists = []
-        for n, text in enumerate([req.task, *question_parts(req.task)]):
+        for text in [req.task, *question_parts(req.task)]:
             vector = await query_vector(self.embedder, text)
-            found = await self.source.semantic(text, vector, req.semantic_k, req.node_types)
-            best = max((score for _, _, score in found), default=1.0) or 1.0
-            weight = 1.0 if n == 0 else PART_WEIGHT
-            lists.append([(node, sim, weight * score / best) for node, sim, score in found])
+            lists.append(await self.source.semantic(text, vector, req.semantic_k, req.node_types))
         if len(lists) == 1:
             return lists[0]
-        merged: dict[str, tuple[float, float]] = {}  # node -> (similarity, relevance)
-        for found in lists:
-            for node, sim, relevance in found:
-                old_sim, old_rel = merged.get(node, (0.0, 0.0))
-                merged[node] = (max(sim, old_sim), max(relevance, old_rel))
-        ranked = sorted(merged.items(), key=lambda kv: (-round(kv[1][1], 9), kv[0]))
-        return [(node, sim, rel) for node, (sim, rel) in ranked[: req.semantic_k + 2 * len(lists)]]
+        return merge_parts(lists, req.semantic_k + 2 * len(lists))
 
     async def _anchors(
         self, req: ContextRequest, semantic: list[tuple[str, float, float]], gov: Governance
