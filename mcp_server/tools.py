@@ -114,8 +114,14 @@ async def build_context_graph(
         NodeIds, Field(description="Extra policy ids applied to every node of this build")
     ] = (),
     semantic_k: Annotated[
-        int, Field(ge=1, le=50, description="Semantic matches used as anchors")
-    ] = 8,
+        int | None,
+        Field(
+            ge=1,
+            le=50,
+            description="Semantic matches used as anchors (default: token_budget / 100, "
+            "between 8 and 24)",
+        ),
+    ] = None,
     include_superseded: Annotated[
         bool,
         Field(

@@ -158,10 +158,12 @@ class ContextBuilder:
         lists = []
         for text in [req.task, *question_parts(req.task)]:
             vector = await query_vector(self.embedder, text)
-            lists.append(await self.source.semantic(text, vector, req.semantic_k, req.node_types))
+            lists.append(
+                await self.source.semantic(text, vector, req.anchors_wanted, req.node_types)
+            )
         if len(lists) == 1:
             return lists[0]
-        return merge_parts(lists, req.semantic_k + 2 * len(lists))
+        return merge_parts(lists, req.anchors_wanted + 2 * len(lists))
 
     async def _anchors(
         self, req: ContextRequest, semantic: list[tuple[str, float, float]], gov: Governance

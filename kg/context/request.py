@@ -11,6 +11,8 @@ Mode = Literal["anchor", "semantic", "policy_first"]
 #: The one declared default token budget (CLI, MCP tool and project config reuse it): a build
 #: fits a prompt, and the budget bounds the structured result as much as the rendering.
 DEFAULT_TOKEN_BUDGET = 800
+DEFAULT_K = 8
+MAX_DEFAULT_K = 24
 
 
 class ContextRequest(BaseModel):
@@ -46,7 +48,22 @@ class ContextRequest(BaseModel):
         description="Show superseded or deprecated nodes as such (no content, below their "
         "successor); false leaves them out",
     )
-    semantic_k: int = Field(default=8, ge=1, le=50, description="Semantic matches used as anchors")
+    semantic_k: int | None = Field(
+        default=None,
+        ge=1,
+        le=50,
+        description="Semantic matches used as anchors (default: token_budget / 100, "
+        "between 8 and 24)",
+    )
+
+    @property
+    def anchors_wanted(self) -> int:
+        """``semantic_k``, or by default as many matches as the budget can show."""
+        if self.semantic_k is not None:
+            return self.semantic_k
+        budget = self.token_budget or DEFAULT_TOKEN_BUDGET
+        return min(MAX_DEFAULT_K, max(DEFAULT_K, budget // 100))
+
     session_id: str | None = Field(default=None, max_length=200)
     task_id: str | None = Field(default=None, max_length=200)
 

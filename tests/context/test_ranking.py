@@ -127,3 +127,11 @@ async def test_with_a_task_a_hop_about_it_outranks_a_hop_that_is_only_near(
     )
     score = {n.node_id: n.score for n in graph.nodes}
     assert score["section:docs/story.md#late-alerts"] > score["section:docs/story.md#change-log"]
+
+
+def test_a_bigger_budget_takes_more_semantic_matches() -> None:
+    def k(**fields: object) -> int:
+        return parse_request(task="t", mode="semantic", **fields).anchors_wanted
+
+    assert (k(), k(token_budget=1600), k(token_budget=100_000)) == (8, 16, 24)
+    assert k(token_budget=1600, semantic_k=3) == 3
