@@ -7,7 +7,6 @@ nothing is ever expanded through it, and it leaves no trace but a count.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -25,15 +24,16 @@ from kg.context.fit import (
     shrink_to_fit,
     structured_tokens,
 )
+from kg.context.graph_hash import graph_hash
 from kg.context.passages import terms
 from kg.context.render import estimate_tokens, render
 from kg.context.request import ContextRequest
 from kg.context.result import Budget, ContextEdge, ContextGraph, ContextNode, GovernanceSummary
+from kg.context.scoring import HOP_DECAY, recency_factor, task_overlap, weight_factor
 from kg.context.staleness import STALE_FACTOR, stale_status, successors
 from kg.embeddings.base import EmbeddingProvider
 from kg.embeddings.cache import query_vector
 from kg.errors import NotFoundError, ValidationError
-from kg.events.hashing import canonical_json
 from kg.policies.evaluate import Governance
 from kg.policies.model import NodeVerdict, Policy
 from kg.projections.graph_reader import EdgeRow, NodeRow
@@ -50,16 +50,10 @@ from kg.search import FALLBACK_WARNING
 # weighted by the task terms they share.
 BUILDER_VERSION = 4
 
-HOP_DECAY = 0.5
-RECENCY_DAYS = 30.0
 # Each frontier node offers at least this many of its strongest edges per hop (more when the
 # frontier is small), so no single hub (a policy governing thousands of nodes, a document with
 # hundreds of sections) fills a hop on its own.
 MIN_FANOUT = 16
-# With a task, a hop's score also says how many of the task's terms the node shares (in its
-# name and first OVERLAP_CHARS of content): from 1 - TASK_WEIGHT (none) to 1 (all).
-TASK_WEIGHT = 0.75
-OVERLAP_CHARS = 3000
 
 
 class GraphSource(Protocol):
@@ -94,20 +88,6 @@ class _Reached:
     via: str | None = None  # the edge it was reached through
     status: str = ""  # superseded, deprecated, ...: not current (kg.context.staleness)
     replaced_by: tuple[str, ...] = ()  # its successors as shown (policy-checked)
-
-
-def weight_factor(weight: float) -> float:
-    """1.0 for the default weight 1, less for weaker edges, at most 2 for strong ones."""
-    return 2.0 * weight / (weight + 1.0)
-
-
-def recency_factor(updated_at: datetime, as_of: datetime | None) -> float:
-    """Between 0.8 (old) and 1.0 (changed at the as-of time). Relative to the as-of event's time,
-    never the wall clock, so a reproduction scores exactly the same."""
-    if as_of is None:
-        return 1.0
-    age_days = max(0.0, (as_of - updated_at).total_seconds() / 86400.0)
-    return 0.8 + 0.2 * math.exp(-age_days / RECENCY_DAYS)
 
 
 class ContextBuilder:
@@ -469,65 +449,5 @@ class ContextBuilder:
         )
 
 
-def task_overlap(wanted: Sequence[str], name: str, content: str) -> float:
-    """For a node reached by a hop during a build with a task: between ``1 - TASK_WEIGHT`` (it
-    shares none of the task's terms) and 1 (all of them), so a neighbour about the task
-    outranks one that is only near (a story's change log beside its acceptance criteria)."""
-    if not wanted:
-        return 1.0
-    text = f"{name} {content[:OVERLAP_CHARS]}".lower()
-    found = sum(1 for stem in wanted if stem in text)
-    return 1.0 - TASK_WEIGHT + TASK_WEIGHT * found / len(wanted)
-
-
 def edge_budget(req: ContextRequest) -> int:
     return req.max_edges if req.max_edges is not None else 2 * req.max_nodes
-
-
-def graph_hash(
-    mode: str,
-    as_of: int,
-    nodes: Sequence[ContextNode],
-    edges: Sequence[ContextEdge],
-    governance: GovernanceSummary,
-) -> str:
-    """Hash of everything the agent was shown (not of the build's id or wall-clock time).
-
-    Built from tuples rather than ``dataclasses.asdict``, which deep-copies and cost a third of
-    a build's CPU time.
-    """
-    body = [
-        mode,
-        as_of,
-        [
-            [
-                n.node_id,
-                n.node_type,
-                n.name,
-                n.content,
-                n.properties,
-                list(n.labels),
-                n.score,
-                n.reason,
-                n.hop,
-                n.redacted,
-                n.breadcrumb,
-                n.partial,
-                n.status,
-                list(n.superseded_by),
-                list(n.copies),
-            ]
-            for n in nodes
-        ],
-        [[e.edge_id, e.edge_type, e.from_node, e.to_node, e.weight] for e in edges],
-        [
-            list(governance.policies_applied),
-            governance.excluded_by_policy,
-            governance.redacted_by_policy,
-            governance.excluded_count,
-            governance.redacted_count,
-            governance.sensitive_count,
-            governance.allowed_actions,
-        ],
-    ]
-    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
