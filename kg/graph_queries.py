@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import replace
 from typing import Any
 
 from kg.breadcrumbs import breadcrumb
@@ -18,7 +17,7 @@ from kg.embeddings.cache import query_vector
 from kg.errors import NotFoundError, PolicyDeniedError, ValidationError
 from kg.policies.evaluate import Governance
 from kg.projections.graph_reader import EdgeRow, GraphReader, NodeRow
-from kg.ranking import copy_of, merge_parts, prior, question_parts
+from kg.ranking import copy_of, prior
 from kg.runtime import Runtime
 from kg.search import FALLBACK_WARNING, MODES, search_in_transaction
 
@@ -81,25 +80,14 @@ async def query_knowledge_graph(
         raise ValidationError("search text is empty: give a few words to search for")
     _check_range("limit", limit, 1, 100)
     await rt.catch_up()
-    texts = [text, *question_parts(text)]  # each part of a multi-part question, as the builder
-    vectors = [None if mode == "fulltext" else await query_vector(rt.embedder, t) for t in texts]
-    vector = vectors[0]
+    vector = None if mode == "fulltext" else await query_vector(rt.embedder, text)
     async with governed_reader(rt) as (reader, gov):
-        lists = [
-            await search_in_transaction(
-                reader.conn, rt.scope, t, mode, list(node_types) or None, limit * 4, v,
-                max(limit * 8, 40),
-            )
-            for t, v in zip(texts, vectors, strict=True)
-        ]  # fmt: skip
-        hits = lists[0]
-        if len(lists) > 1:
-            by_id = {h.node_id: h for found in reversed(lists) for h in found}
-            merged = merge_parts(
-                [[(h.node_id, h.similarity or 0.0, h.score) for h in found] for found in lists],
-                limit * 4,
-            )
-            hits = [replace(by_id[n], score=rel) for n, _, rel in merged]
+        # One search for the whole text: searching each part of a multi-part question too
+        # (as context builds do) lost 0.02 of top-5 recall here (bench/RESULTS.md).
+        hits = await search_in_transaction(
+            reader.conn, rt.scope, text, mode, list(node_types) or None, limit * 4, vector,
+            max(limit * 8, 40),
+        )  # fmt: skip
         rows = {r.node_id: r for r in await reader.nodes([h.node_id for h in hits])}
     # The context builder's ranking: copies, drafts and archives below the specs they copy,
     # stale nodes below their successors, and restatements of a better hit left out.
