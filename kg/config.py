@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from kg.context.request import DEFAULT_TOKEN_BUDGET
 from kg.errors import ConfigurationError
 
 _SCOPE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -84,6 +85,8 @@ class Settings:
     database_url: str | None
     scope: Scope
     project_root: Path
+    #: the project's default context-graph token budget (``KG_TOKEN_BUDGET``); a call's own wins
+    token_budget: int = DEFAULT_TOKEN_BUDGET
 
     @property
     def state_dir(self) -> Path:
@@ -98,4 +101,15 @@ class Settings:
             database_url=env.get("KG_DATABASE_URL") or None,
             scope=Scope(env.get("KG_TENANT", "default"), env.get("KG_PROJECT", "default")),
             project_root=(root or find_project_root(cwd)).resolve(),
+            token_budget=_token_budget(env.get("KG_TOKEN_BUDGET")),
         )
+
+
+def _token_budget(value: str | None) -> int:
+    if not value:
+        return DEFAULT_TOKEN_BUDGET
+    if not value.strip().isdigit() or not 1 <= int(value) <= 1_000_000:
+        raise ConfigurationError(
+            f"KG_TOKEN_BUDGET={value!r} is not valid: use a whole number of tokens, 1 to 1000000"
+        )
+    return int(value)

@@ -10,16 +10,21 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+from kg.breadcrumbs import breadcrumb
+from kg.context.staleness import STALE_FACTOR, stale_status
 from kg.db.tenancy import tenant_transaction
 from kg.embeddings.cache import query_vector
 from kg.errors import NotFoundError, PolicyDeniedError, ValidationError
 from kg.policies.evaluate import Governance
 from kg.projections.graph_reader import EdgeRow, GraphReader, NodeRow
+from kg.ranking import copy_of, prior
 from kg.runtime import Runtime
 from kg.search import FALLBACK_WARNING, MODES, search_in_transaction
 from kg.validation import MAX_ID_CHARS, check_text, check_texts, clip
 
 DIRECTIONS = ("out", "in", "both")
+# get_node returns content up to this (a Markdown file's limit is 2 MB; a section is smaller).
+MAX_NODE_CHARS = 200_000
 
 
 @asynccontextmanager
@@ -80,30 +85,39 @@ async def query_knowledge_graph(
     await rt.catch_up()
     vector = None if mode == "fulltext" else await query_vector(rt.embedder, text)
     async with governed_reader(rt) as (reader, gov):
+        # One search for the whole text: searching each part of a multi-part question too
+        # (as context builds do) lost 0.02 of top-5 recall here (bench/RESULTS.md).
         hits = await search_in_transaction(
-            reader.conn,
-            rt.scope,
-            text,
-            mode,
-            list(node_types) or None,
-            limit * 2,
-            vector,
+            reader.conn, rt.scope, text, mode, list(node_types) or None, limit * 4, vector,
             max(limit * 8, 40),
-        )
+        )  # fmt: skip
         rows = {r.node_id: r for r in await reader.nodes([h.node_id for h in hits])}
+    # The context builder's ranking: copies, drafts and archives below the specs they copy,
+    # stale nodes below their successors, and restatements of a better hit left out.
+    ranked = sorted(
+        ((h, rows[h.node_id]) for h in hits if h.node_id in rows),
+        key=lambda hr: (-round(hr[0].score * search_prior(hr[1]), 12), hr[0].node_id),
+    )
     results: list[dict[str, Any]] = []
-    for hit in hits:
-        row = rows.get(hit.node_id)
-        if row is None:
-            continue
+    grams: list[tuple[str, frozenset[int]]] = []
+    for hit, row in ranked:
         verdict = gov.admit(row.node_type, row.labels, row.governed_by)
         if verdict.denied:
             continue
+        if not verdict.redacted:
+            original, own = copy_of(row.content, grams)
+            if original is not None:
+                continue
+            grams.append((row.node_id, own))
         if len(results) < limit:
+            view = node_view(row, verdict.redacted)
+            status = "" if verdict.redacted else stale_status(row)
+            if status:
+                view["status"] = status
             results.append(
                 {
-                    **node_view(row, verdict.redacted),
-                    "score": round(hit.score, 6),
+                    **view,
+                    "score": round(hit.score * search_prior(row), 6),
                     "similarity": hit.similarity,
                 }
             )
@@ -114,6 +128,11 @@ async def query_knowledge_graph(
         "embedder": rt.embedder.model_id if vector else None,
         "warnings": [FALLBACK_WARNING] if vector and rt.embedder.is_fallback else [],
     }
+
+
+def search_prior(row: NodeRow) -> float:
+    """What a search hit's score is multiplied by (see :mod:`kg.ranking`)."""
+    return prior(row.node_id) * (STALE_FACTOR if stale_status(row) else 1.0)
 
 
 async def _start(reader: GraphReader, gov: Governance, node_id: str) -> NodeRow:
@@ -127,6 +146,21 @@ async def _start(reader: GraphReader, gov: Governance, node_id: str) -> NodeRow:
     if verdict.denied:
         raise PolicyDeniedError(f"access to {clip(node_id)} is denied by policy")
     return rows[0]
+
+
+async def get_node(rt: Runtime, node_id: str) -> dict[str, Any]:
+    """One node in full, policy-checked: the whole content a context graph showed passages of,
+    its properties and where it sits. Redacted: id and type only."""
+    await rt.catch_up()
+    async with governed_reader(rt) as (reader, gov):
+        row = await _start(reader, gov, node_id)
+    redacted = gov.verdict(row.node_type, row.labels, row.governed_by).redacted
+    view = node_view(row, redacted, content_chars=MAX_NODE_CHARS)
+    if not redacted:
+        view["properties"] = row.properties
+        view["breadcrumb"] = breadcrumb(row.node_id, row.name, row.properties)
+        view["content_chars"] = len(row.content)
+    return view
 
 
 async def get_entity_neighbors(

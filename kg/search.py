@@ -30,6 +30,13 @@ FALLBACK_WARNING = (
 
 _FILTER = "tenant_id = $1 AND project_id = $2 AND ($3::text[] IS NULL OR node_type = ANY($3))"
 
+# The task's meaningful words, OR'ed: an agent's question in natural language never has every
+# one of its words in the section that answers it, so requiring them all (websearch_to_tsquery)
+# matched nothing and "hybrid" was the vector side alone. plainto_tsquery drops stop words and
+# stems; its ANDs become ORs, and ts_rank_cd ranks sections matching more (and rarer-placed,
+# heading-weighted) terms first.
+ANY_TERMS = "replace(plainto_tsquery('english', $4)::text, ' & ', ' | ')::tsquery"
+
 # Ranking reads every matching row's tsvector; for a query made only of very common words that
 # is most of the table. FTS_SCAN_CAP bounds that work: past it, the full-text side ranks a
 # sample of the matches and the vector side carries the fusion. The matching itself goes
@@ -40,16 +47,27 @@ FTS_SCAN_CAP = 2000
 _FTS = f"""
 SELECT node_id, row_number() OVER (ORDER BY rank DESC, node_id) AS r, rank
   FROM (SELECT m.node_id, m.rank
-          FROM kg_fulltext_matches($2, websearch_to_tsquery('english', $4), $3, {FTS_SCAN_CAP}) m
+          FROM kg_fulltext_matches($2, {ANY_TERMS}, $3, {FTS_SCAN_CAP}) m
          ORDER BY m.rank DESC, m.node_id LIMIT $5) f
 """
 
+# A node's distance is the best of its own vector's and its passages' (kg_passages: long nodes
+# get a vector per passage, so an answer deep in a section is seen); each index is searched for
+# the same number of candidates.
 _VEC = f"""
 SELECT node_id, row_number() OVER (ORDER BY distance, node_id) AS r, 1 - distance AS sim
-  FROM (SELECT node_id, embedding <=> $6::vector AS distance
-          FROM kg_nodes
-         WHERE {_FILTER} AND embedding IS NOT NULL
-         ORDER BY embedding <=> $6::vector LIMIT $5) v
+  FROM (SELECT node_id, min(distance) AS distance
+          FROM ((SELECT node_id, embedding <=> $6::vector AS distance
+                   FROM kg_nodes
+                  WHERE {_FILTER} AND embedding IS NOT NULL
+                  ORDER BY embedding <=> $6::vector LIMIT $5)
+                UNION ALL
+                (SELECT node_id, embedding <=> $6::vector AS distance
+                   FROM kg_passages
+                  WHERE {_FILTER} AND embedding IS NOT NULL
+                  ORDER BY embedding <=> $6::vector LIMIT $5)) u
+         GROUP BY node_id
+         ORDER BY distance, node_id LIMIT $5) v
 """
 
 # Fused and cut to the limit before kg_nodes is joined: joining on the full join's merged id
@@ -72,12 +90,12 @@ SELECT n.node_id, n.node_type, n.name, f.fts_rank, f.vec_rank, f.sim, f.score
 _HYBRID_BROAD = f"""
 WITH vec AS ({_VEC}), fts AS (
     SELECT node_id, row_number() OVER (ORDER BY rank DESC, node_id) AS r, rank
-      FROM (SELECT n.node_id, ts_rank_cd(n.tsv, q) AS rank
+      FROM (SELECT n.node_id, ts_rank_cd(n.tsv, t.q) AS rank
               FROM vec
               JOIN kg_nodes n ON n.tenant_id = $1 AND n.project_id = $2
                              AND n.node_id = vec.node_id,
-                   websearch_to_tsquery('english', $4) q
-             WHERE n.tsv @@ q) f
+                   (SELECT {ANY_TERMS} AS q) t
+             WHERE n.tsv @@ t.q) f
 )
 SELECT n.node_id, n.node_type, n.name, fts.r AS fts_rank, vec.r AS vec_rank, vec.sim,
        coalesce(1.0 / ({RRF_K} + fts.r), 0) + coalesce(1.0 / ({RRF_K} + vec.r), 0) AS score
@@ -94,9 +112,9 @@ SELECT n.node_id, n.node_type, n.name, fts.r AS fts_rank, vec.r AS vec_rank, vec
 # also ranks what the vector side found rather than a sample. Rare terms keep the full path.
 BROAD_QUERY_ROWS = 5000
 
-_ESTIMATE = """
+_ESTIMATE = f"""
 EXPLAIN (FORMAT JSON) SELECT 1 FROM kg_nodes
- WHERE tenant_id = $1 AND project_id = $2 AND tsv @@ websearch_to_tsquery('english', $3)
+ WHERE tenant_id = $1 AND project_id = $2 AND tsv @@ {ANY_TERMS.replace("$4", "$3")}
 """
 
 

@@ -22,6 +22,26 @@ class ContextNodeOut(BaseModel):
     reason: str = Field(description="Why the node is here: anchor, hop N from X via EDGE, ...")
     hop: int
     redacted: bool = Field(default=False, description="Absent unless true")
+    breadcrumb: str = Field(
+        default="", description="A section's file and heading path; absent for other nodes"
+    )
+    partial: bool = Field(
+        default=False,
+        description="True when content holds only the passages matching the task: get_node "
+        "returns the whole text. Absent unless true",
+    )
+    status: str = Field(
+        default="", description="superseded, deprecated, ...: not current. Absent when current"
+    )
+    superseded_by: list[str] = Field(
+        default_factory=list,
+        description="Nodes that replace this one: it is not current (no content); absent if none",
+    )
+
+    copies: list[str] = Field(
+        default_factory=list,
+        description="Nodes restating this one, cited instead of shown; absent if none",
+    )
 
 
 class ContextEdgeOut(BaseModel):
@@ -58,6 +78,9 @@ class BudgetOut(BaseModel):
     depth_reached: int
     tokens_used: int
     truncated: bool = Field(description="True when a budget cut nodes or edges off")
+    structured_tokens: int = Field(
+        default=0, description="Estimated tokens of nodes and edges as JSON (within the budget)"
+    )
 
 
 class ContextGraphOut(BaseModel):
@@ -97,6 +120,15 @@ class NodeView(BaseModel):
     redacted: bool
 
 
+class NodeOut(NodeView):
+    """One node in full (get_node)."""
+
+    content: str = Field(default="", description="The whole text; absent when redacted")
+    properties: dict[str, Any] = Field(default_factory=dict)
+    breadcrumb: str = Field(default="", description="A section's file and heading path")
+    content_chars: int = Field(default=0, description="Length of the whole content")
+
+
 class EdgeView(BaseModel):
     edge_type: str
     from_node: str
@@ -106,6 +138,7 @@ class EdgeView(BaseModel):
 
 class SearchHitOut(NodeView):
     score: float
+    status: str = Field(default="", description="superseded, deprecated, ...; absent if current")
     similarity: float | None = Field(description="Vector similarity, when the vector side matched")
 
 

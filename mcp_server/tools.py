@@ -31,6 +31,7 @@ from mcp_server.models import (
     LintOut,
     LintProblemOut,
     NeighborsOut,
+    NodeOut,
     PathOut,
     SearchOut,
     inline_refs,
@@ -94,14 +95,21 @@ async def build_context_graph(
         ),
     ] = None,
     token_budget: Annotated[
-        int | None, Field(ge=1, le=1_000_000, description="Token budget for the rendering")
+        int | None,
+        Field(
+            ge=1,
+            le=1_000_000,
+            description="Tokens the rendering and the structured nodes/edges may each take "
+            "(default: the project's KG_TOKEN_BUDGET, else 800). Raise it for a wider build",
+        ),
     ] = None,
     max_content_chars: Annotated[
         int,
         Field(
             ge=0,
             le=100_000,
-            description="Characters of each node's content in the result; longer is cut",
+            description="Most characters of one node's content; within the token budget a "
+            "long node shows the passages matching the task (get_node has the full text)",
         ),
     ] = 4000,
     node_types: Annotated[NodeIds, Field(description="Only expand to these node types")] = (),
@@ -110,8 +118,21 @@ async def build_context_graph(
         NodeIds, Field(description="Extra policy ids applied to every node of this build")
     ] = (),
     semantic_k: Annotated[
-        int, Field(ge=1, le=50, description="Semantic matches used as anchors")
-    ] = 8,
+        int | None,
+        Field(
+            ge=1,
+            le=50,
+            description="Semantic matches used as anchors (default: token_budget / 100, "
+            "between 8 and 24)",
+        ),
+    ] = None,
+    include_superseded: Annotated[
+        bool,
+        Field(
+            description="Show superseded/deprecated nodes as 'superseded by X' (no content); "
+            "false leaves them out. Their successors are brought in either way"
+        ),
+    ] = True,
     session_id: SessionId = None,
     task_id: Annotated[ShortStr | None, Field(description="Your task's id")] = None,
 ) -> Annotated[CallToolResult, ContextGraphOut]:
@@ -125,10 +146,11 @@ async def build_context_graph(
     rt = runtime_of(ctx)
     request = service.parse_request(
         anchors=anchors, task=task, mode=mode or ("anchor" if anchors else "semantic"),
-        max_nodes=max_nodes, max_depth=max_depth, max_edges=max_edges, token_budget=token_budget,
+        max_nodes=max_nodes, max_depth=max_depth, max_edges=max_edges,
+        token_budget=token_budget or rt.settings.token_budget,
         max_content_chars=max_content_chars,
         node_types=node_types, edge_types=edge_types, policies=policies, semantic_k=semantic_k,
-        session_id=session_id, task_id=task_id,
+        include_superseded=include_superseded, session_id=session_id, task_id=task_id,
     )  # fmt: skip
     graph = await service.build_context_graph(rt, request, metadata_of(ctx, session_id))
     # to_dict() is already the output model's shape (tests/mcp checks it against the schema);
@@ -247,6 +269,18 @@ async def query_knowledge_graph(
     return structured(SearchOut.model_validate(found))
 
 
+async def get_node(
+    ctx: KgContext,
+    node_id: Annotated[str, Field(description="The node's id, e.g. from a context graph")],
+) -> Annotated[CallToolResult, NodeOut]:
+    """One node in full: its whole content (a context graph shows only the passages of a long
+    section that match the task, marked partial), properties and heading path. Policy-checked."""
+    found = await graph_queries.get_node(runtime_of(ctx), node_id)
+    body = found.get("content") or ""
+    title = found.get("breadcrumb") or found["name"]
+    return structured(NodeOut.model_validate(found), f"# {title} ({found['node_id']})\n\n{body}\n")
+
+
 async def get_entity_neighbors(
     ctx: KgContext,
     node_id: Annotated[Id, Field(description="The node to start from")],
@@ -346,6 +380,7 @@ def kg_tools() -> list[Tool]:
         (trace_decision_lineage, READ_ONLY),
         (query_knowledge_graph, READ_ONLY),
         (get_entity_neighbors, READ_ONLY),
+        (get_node, READ_ONLY),
         (find_path, READ_ONLY),
         (ingest_markdown, APPENDS),
         (lint_graph, READ_ONLY),

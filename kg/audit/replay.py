@@ -23,6 +23,7 @@ REPLAYED_TABLES = (
     "projection_checkpoints",
     "kg_embedding_index",
     "kg_nodes",
+    "kg_passages",
     "kg_edges",
     "context_graphs",
     "context_graph_usage",

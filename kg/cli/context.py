@@ -24,16 +24,24 @@ def build(
     max_depth: int = typer.Option(2, help="Hops from the anchors."),
     max_edges: int = typer.Option(None, help="Edge budget (default: 2 x max nodes)."),
     max_content_chars: int = typer.Option(
-        4000, help="Characters of each node's content kept; longer content is cut."
+        4000, help="Most characters of one node's content (long nodes show matching passages)."
     ),
-    token_budget: int = typer.Option(None, help="Token budget for the rendering."),
+    token_budget: int = typer.Option(
+        None,
+        help="Tokens the rendering and the structured result may each take (default: "
+        "KG_TOKEN_BUDGET, else 800); raise it for a wider build.",
+    ),
     node_type: list[str] = typer.Option(None, "--type", help="Only expand to these node types."),
     edge_type: list[str] = typer.Option(None, "--edge", help="Only follow these edge types."),
     policy: list[str] = typer.Option(None, "--policy", help="Extra policy id to apply."),
+    include_superseded: bool = typer.Option(
+        True, help="Show superseded/deprecated nodes as such (--no-include-superseded: omit)."
+    ),
     session: str = typer.Option(None, help="Session id, recorded with the build."),
     as_json: bool = typer.Option(False, "--json", help="Print the whole result as JSON."),
 ) -> None:
     """Build a context graph, log it, and print its Markdown rendering (or JSON)."""
+    from kg.config import Settings
     from kg.context.service import build_context_graph
     from kg.events import EventMetadata
     from kg.runtime import open_runtime
@@ -46,10 +54,11 @@ def build(
         max_depth=max_depth,
         max_edges=max_edges,
         max_content_chars=max_content_chars,
-        token_budget=token_budget,
+        token_budget=token_budget or Settings.from_env().token_budget,
         node_types=node_type or None,
         edge_types=edge_type or None,
         policies=policy or None,
+        include_superseded=include_superseded,
         session_id=session,
     )
 
@@ -99,5 +108,27 @@ def use(
             result = await record_context_usage(rt, context_graph_id, tool_call, usage, node or ())
         state = "already recorded" if result.duplicate else "recorded"
         console.print(f"usage {state} at position {result.last_position}")
+
+    run(go)
+
+
+@context_app.command("node")
+def node(
+    node_id: str = typer.Argument(..., help="A node id, e.g. from a context graph."),
+    as_json: bool = typer.Option(False, "--json", help="Print the whole result as JSON."),
+) -> None:
+    """Print one node in full (a context graph shows only the passages matching its task)."""
+    from kg.graph_queries import get_node
+    from kg.runtime import open_runtime
+
+    async def go() -> None:
+        async with open_runtime() as rt:
+            found = await get_node(rt, node_id)
+        if as_json:
+            console.print_json(json.dumps(found, default=str))
+            return
+        title = found.get("breadcrumb") or found["name"]
+        console.print(f"# {title} ({found['node_id']}, {found['node_type']})", markup=False)
+        console.print(found.get("content") or "", markup=False)
 
     run(go)

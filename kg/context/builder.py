@@ -7,33 +7,49 @@ nothing is ever expanded through it, and it leaves no trace but a count.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Protocol
 
-from kg.context.render import edge_line, estimate_tokens, node_line, render
+from kg.context.fit import (
+    HEADER_TOKENS,
+    MIN_NODE_TOKENS,
+    Meter,
+    allowance,
+    edge_cost,
+    node_cost,
+    shown_node,
+    shrink_to_fit,
+    structured_tokens,
+)
+from kg.context.graph_hash import graph_hash
+from kg.context.passages import terms
+from kg.context.render import estimate_tokens, render
 from kg.context.request import ContextRequest
 from kg.context.result import Budget, ContextEdge, ContextGraph, ContextNode, GovernanceSummary
+from kg.context.scoring import HOP_DECAY, recency_factor, task_overlap, weight_factor
+from kg.context.staleness import STALE_FACTOR, stale_status, successors
 from kg.embeddings.base import EmbeddingProvider
 from kg.embeddings.cache import query_vector
 from kg.errors import NotFoundError, ValidationError
-from kg.events.hashing import canonical_json
 from kg.policies.evaluate import Governance
 from kg.policies.model import NodeVerdict, Policy
 from kg.projections.graph_reader import EdgeRow, NodeRow
+from kg.ranking import copy_of, merge_parts, prior, question_parts
 from kg.search import FALLBACK_WARNING
 
 # Bump whenever the same request on the same log would return a different graph (expansion,
 # scoring, budgets, hashing): a logged graph is only reproducible by the version that built it.
 # 1: first release. 2: per-node fan-out cap per hop; edge budget, reach edges first.
-# 3: node content cut to max_content_chars.
-BUILDER_VERSION = 3
+# 3: node content cut to max_content_chars. 4: default token budget 800 bounding the
+# structured result too; passages matching the task with a breadcrumb; superseded nodes marked;
+# semantic matches ranked by their fused score, the full-text leg OR'ing the task's terms;
+# copies and drafts below what they copy; multi-part questions searched part by part; hops
+# weighted by the task terms they share.
+BUILDER_VERSION = 4
 
-HOP_DECAY = 0.5
-RECENCY_DAYS = 30.0
 # Each frontier node offers at least this many of its strongest edges per hop (more when the
 # frontier is small), so no single hub (a policy governing thousands of nodes, a document with
 # hundreds of sections) fills a hop on its own.
@@ -59,7 +75,7 @@ class GraphSource(Protocol):
     ) -> list[EdgeRow]: ...
     async def semantic(
         self, text: str, vector: str, k: int, node_types: Sequence[str]
-    ) -> list[tuple[str, float]]: ...
+    ) -> list[tuple[str, float, float]]: ...
 
 
 @dataclass
@@ -70,20 +86,8 @@ class _Reached:
     reason: str
     hop: int
     via: str | None = None  # the edge it was reached through
-
-
-def weight_factor(weight: float) -> float:
-    """1.0 for the default weight 1, less for weaker edges, at most 2 for strong ones."""
-    return 2.0 * weight / (weight + 1.0)
-
-
-def recency_factor(updated_at: datetime, as_of: datetime | None) -> float:
-    """Between 0.8 (old) and 1.0 (changed at the as-of time). Relative to the as-of event's time,
-    never the wall clock, so a reproduction scores exactly the same."""
-    if as_of is None:
-        return 1.0
-    age_days = max(0.0, (as_of - updated_at).total_seconds() / 86400.0)
-    return 0.8 + 0.2 * math.exp(-age_days / RECENCY_DAYS)
+    status: str = ""  # superseded, deprecated, ...: not current (kg.context.staleness)
+    replaced_by: tuple[str, ...] = ()  # its successors as shown (policy-checked)
 
 
 class ContextBuilder:
@@ -95,7 +99,7 @@ class ContextBuilder:
         as_of, as_of_time = await self.source.as_of()
         governance = await self._governance(req)
         warnings: list[str] = []
-        semantic: list[tuple[str, float]] = []
+        semantic: list[tuple[str, float, float]] = []
         if req.mode == "semantic" or (req.mode == "policy_first" and not req.anchors):
             semantic = await self._semantic_anchors(req)
             if self.embedder is not None and self.embedder.is_fallback:
@@ -107,6 +111,11 @@ class ContextBuilder:
             allowed_filter = await self._add_governing_policies(reached, denied, governance)
 
         depth = await self._expand(req, reached, denied, governance, as_of_time, allowed_filter)
+        left_out = await self._supersede(req, reached, denied, governance)
+        if left_out:
+            warnings.append(
+                f"{left_out} superseded or deprecated node(s) left out (include_superseded=false)"
+            )
         return await self._assemble(req, reached, governance, as_of, depth, semantic, warnings)
 
     async def _governance(self, req: ContextRequest) -> Governance:
@@ -122,17 +131,24 @@ class ContextBuilder:
             policies[policy_id] = replace(p, rule=p.rule.model_copy(update={"scope": "project"}))
         return Governance(policies)
 
-    async def _semantic_anchors(self, req: ContextRequest) -> list[tuple[str, float]]:
+    async def _semantic_anchors(self, req: ContextRequest) -> list[tuple[str, float, float]]:
         if self.embedder is None:
             raise ValidationError(f"mode {req.mode!r} with a task text needs an embedder")
         assert req.task is not None
-        vector = await query_vector(self.embedder, req.task)
-        return await self.source.semantic(req.task, vector, req.semantic_k, req.node_types)
+        lists = []
+        for text in [req.task, *question_parts(req.task)]:
+            vector = await query_vector(self.embedder, text)
+            lists.append(
+                await self.source.semantic(text, vector, req.anchors_wanted, req.node_types)
+            )
+        if len(lists) == 1:
+            return lists[0]
+        return merge_parts(lists, req.anchors_wanted + 2 * len(lists))
 
     async def _anchors(
-        self, req: ContextRequest, semantic: list[tuple[str, float]], gov: Governance
+        self, req: ContextRequest, semantic: list[tuple[str, float, float]], gov: Governance
     ) -> tuple[dict[str, _Reached], set[str]]:
-        wanted = list(dict.fromkeys([*req.anchors, *(n for n, _ in semantic)]))
+        wanted = list(dict.fromkeys([*req.anchors, *(n for n, _, _ in semantic)]))
         rows = {r.node_id: r for r in await self.source.nodes(wanted)}
         missing = [a for a in req.anchors if a not in rows]
         if missing:
@@ -140,7 +156,10 @@ class ContextBuilder:
                 f"anchor node(s) {', '.join(missing)} not found in this project: check the ids "
                 "(`kg query TEXT` or the query_knowledge_graph tool finds nodes)"
             )
-        similarity = dict(semantic)
+        # A match ranks by its fused (vector + full-text) score, the best one at 1.0: ranking by
+        # vector similarity alone put sections only full text found below every neighbour.
+        best = max((score for _, _, score in semantic), default=1.0) or 1.0
+        matched = {n: (rank, sim, score / best) for rank, (n, sim, score) in enumerate(semantic, 1)}
         reached: dict[str, _Reached] = {}
         denied: set[str] = set()
         for node_id in wanted:
@@ -153,9 +172,11 @@ class ContextBuilder:
             elif node_id in req.anchors:
                 reached[node_id] = _Reached(row, verdict, 1.0, "anchor", 0)
             else:
-                sim = similarity[node_id]
-                reason = f"semantic match (similarity {sim:.3f})"
-                reached[node_id] = _Reached(row, verdict, max(sim, 0.05), reason, 0)
+                rank, sim, relevance = matched[node_id]
+                how = f"similarity {sim:.3f}" if sim else "full text"
+                reason = f"semantic match #{rank} ({how})"
+                score = max(relevance, 0.05) * prior(node_id)
+                reached[node_id] = _Reached(row, verdict, score, reason, 0)
         return reached, denied
 
     async def _add_governing_policies(
@@ -192,6 +213,7 @@ class ContextBuilder:
         allowed_filter: set[str],
     ) -> int:
         frontier = sorted(n for n, r in reached.items() if r.hop == 0)
+        wanted = sorted(set(terms(req.task))) if req.task else []
         # Strongest edges first; twice the node budget leaves room for policy exclusions.
         limit = max(2 * req.max_nodes, 64)
         depth = 0
@@ -233,6 +255,8 @@ class ContextBuilder:
                     * HOP_DECAY
                     * weight_factor(edge.weight)
                     * recency_factor(row.updated_at, as_of_time)
+                    * prior(node_id)
+                    * task_overlap(wanted, row.name, row.content)
                 )
                 reason = f"hop {hop} from {parent_id} via {edge.edge_type}"
                 if candidate is None or (score, reason) > (candidate.score, candidate.reason):
@@ -243,6 +267,46 @@ class ContextBuilder:
             frontier = sorted(new)
         return depth
 
+    async def _supersede(
+        self, req: ContextRequest, reached: dict[str, _Reached], denied: set[str], gov: Governance
+    ) -> int:
+        """Mark stale nodes, bring in their successors (ranked at least as high), and leave the
+        stale ones out if the request says so. Follows chains of replacements a few steps."""
+        done: set[str] = set()
+        left_out = 0
+        for _ in range(3):
+            stale = {n: r for n, r in reached.items() if n not in done and stale_status(r.row)}
+            if not stale:
+                break
+            done |= set(stale)
+            wanted = {s for r in stale.values() for s in successors(r.row)} - set(reached) - denied
+            found: dict[str, tuple[NodeRow, NodeVerdict]] = {}
+            for row in await self.source.nodes(sorted(wanted)) if wanted else []:
+                verdict = gov.admit(row.node_type, row.labels, row.governed_by)
+                if verdict.denied:
+                    denied.add(row.node_id)
+                else:
+                    found[row.node_id] = (row, verdict)
+            for node_id, item in sorted(stale.items()):
+                shown = tuple(s for s in successors(item.row) if s in reached or s in found)
+                for succ in shown:
+                    current = reached.get(succ)
+                    if current is None:
+                        row, verdict = found[succ]
+                        reached[succ] = _Reached(
+                            row, verdict, item.score, f"supersedes {node_id}", item.hop
+                        )
+                    elif current.score < item.score:
+                        current.score = item.score
+                if not req.include_superseded:
+                    del reached[node_id]
+                    left_out += 1
+                    continue
+                item.status = stale_status(item.row)
+                item.replaced_by = shown
+                item.score *= STALE_FACTOR
+        return left_out
+
     async def _assemble(
         self,
         req: ContextRequest,
@@ -250,34 +314,47 @@ class ContextBuilder:
         gov: Governance,
         as_of: int,
         depth: int,
-        semantic: list[tuple[str, float]],
+        semantic: list[tuple[str, float, float]],
         warnings: list[str],
     ) -> ContextGraph:
         ranked = sorted(reached.values(), key=lambda r: (-round(r.score, 9), r.row.node_id))
         truncated = len(ranked) > req.max_nodes
+        query = terms(req.task) if req.task else []
+        chars = allowance(req.token_budget, req.max_content_chars)
+        meter = Meter(
+            req.token_budget, estimate_tokens(render(req.mode, as_of, [], [], {})) + HEADER_TOKENS
+        )
         chosen: list[ContextNode] = []
-        tokens = 0
-        cut = 0
+        kept: list[_Reached] = []
+        grams: list[tuple[str, frozenset[int]]] = []
+        copies: dict[str, list[str]] = {}
         for item in ranked[: req.max_nodes]:
-            node = _context_node(item, req.max_content_chars)
-            cost = estimate_tokens(node_line(node)) + 1
-            if req.token_budget is not None and chosen and tokens + cost > req.token_budget:
+            room = meter.room()
+            if room is not None and room < MIN_NODE_TOKENS:
                 truncated = True
                 break
+            node = self._shown(item, chars, query)
+            if not meter.fits(node_cost(node)):
+                truncated = True
+                smaller = shrink_to_fit(node, item.row, meter, query)
+                if smaller is None:
+                    continue
+                node = smaller
+            readable = not (item.verdict.redacted or item.status)  # never read a redacted text
+            if readable:
+                original, own = copy_of(item.row.content, grams)
+                if original is not None:
+                    copies.setdefault(original, []).append(item.row.node_id)
+                    continue
+                grams.append((item.row.node_id, own))
             chosen.append(node)
-            tokens += cost
-            if not node.redacted and len(item.row.content) > req.max_content_chars:
-                cut += 1
-        if cut:
-            warnings.append(
-                f"{cut} node(s) had content longer than max_content_chars="
-                f"{req.max_content_chars} and were cut there (ending in '…'); raise "
-                "max_content_chars (up to 100000) to see more of them"
-            )
-        edges, edges_truncated = await self._edges(req, ranked[: len(chosen)], tokens)
+            kept.append(item)
+            meter.add(node_cost(node))
+        chosen = [replace(n, copies=tuple(copies.get(n.node_id, ()))) for n in chosen]
+        edges, edges_truncated = await self._edges(req, kept, meter)
         truncated = truncated or edges_truncated
         granted: dict[str, tuple[tuple[str, ...], list[str]]] = {}
-        for item in ranked[: len(chosen)]:
+        for item in kept:
             for policy_id, actions in item.verdict.actions.items():
                 granted.setdefault(policy_id, (actions, []))[1].append(item.row.node_id)
         allowed: dict[str, dict[str, Any]] = {
@@ -290,10 +367,23 @@ class ContextBuilder:
             redacted_by_policy=dict(sorted(gov.redacted.items())),
             excluded_count=gov.excluded_nodes,
             redacted_count=sum(1 for n in chosen if n.redacted),
-            sensitive_count=sum(1 for r in ranked[: len(chosen)] if "sensitive" in r.row.labels),
+            sensitive_count=sum(1 for r in kept if "sensitive" in r.row.labels),
             allowed_actions=allowed,
         )
         rendering = render(req.mode, as_of, chosen, edges, allowed)
+        data_tokens = structured_tokens(chosen, edges)
+        while (
+            req.token_budget is not None
+            and (chosen or edges)
+            and (estimate_tokens(rendering) > req.token_budget or data_tokens > req.token_budget)
+        ):  # the header reserve fell short (many allowed actions): drop from the tail
+            truncated = True
+            if edges:
+                edges.pop()
+            else:
+                chosen.pop()
+            rendering = render(req.mode, as_of, chosen, edges, allowed)
+            data_tokens = structured_tokens(chosen, edges)
         token_estimate = estimate_tokens(rendering)
         budget = Budget(
             max_nodes=req.max_nodes,
@@ -305,6 +395,7 @@ class ContextBuilder:
             depth_reached=depth,
             tokens_used=token_estimate,
             truncated=truncated,
+            structured_tokens=data_tokens,
         )
         content_hash = graph_hash(req.mode, as_of, chosen, edges, summary)
         return ContextGraph(
@@ -317,13 +408,13 @@ class ContextBuilder:
             rendering=rendering,
             token_estimate=token_estimate,
             content_hash=content_hash,
-            semantic_anchors=tuple((n, round(s, 6)) for n, s in semantic),
+            semantic_anchors=tuple((n, round(s, 6)) for n, s, _ in semantic),
             embedder=self.embedder.model_id if semantic and self.embedder else None,
             warnings=tuple(warnings),
         )
 
     async def _edges(
-        self, req: ContextRequest, chosen: list[_Reached], tokens: int
+        self, req: ContextRequest, chosen: list[_Reached], meter: Meter
     ) -> tuple[list[ContextEdge], bool]:
         """The edges among the chosen nodes, within the edge budget and what the token budget
         leaves after the nodes: first the edge each node was reached through (so the graph
@@ -336,95 +427,27 @@ class ContextBuilder:
         kept: list[ContextEdge] = []
         for e in ordered[:budget]:
             edge = ContextEdge(e.edge_id, e.edge_type, e.from_node, e.to_node, e.weight)
-            cost = estimate_tokens(edge_line(edge)) + 1
-            if req.token_budget is not None and tokens + cost > req.token_budget:
+            cost = edge_cost(edge)
+            if not meter.fits(cost):
                 break
             kept.append(edge)
-            tokens += cost
+            meter.add(cost)
         kept.sort(key=lambda e: e.edge_id)
         return kept, len(kept) < len(among)
+
+    def _shown(self, item: _Reached, chars: int, query: list[str]) -> ContextNode:
+        return shown_node(
+            item.row,
+            redacted=item.verdict.redacted,
+            score=item.score,
+            reason=item.reason,
+            hop=item.hop,
+            chars=chars,
+            query=query,
+            status=item.status,
+            superseded_by=item.replaced_by,
+        )
 
 
 def edge_budget(req: ContextRequest) -> int:
     return req.max_edges if req.max_edges is not None else 2 * req.max_nodes
-
-
-def _cut(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return text[: limit - 1] + "…" if limit > 0 else ""
-
-
-def _context_node(item: _Reached, max_chars: int) -> ContextNode:
-    """The node as shown: redacted by its verdict, its content cut to ``max_chars`` (a 2 MB
-    Markdown section would otherwise ride along in full: the budgets count nodes and the
-    rendering's snippets, not the structured content)."""
-    row = item.row
-    if item.verdict.redacted:
-        return ContextNode(
-            row.node_id,
-            row.node_type,
-            "[redacted]",
-            "",
-            {},
-            (),
-            round(item.score, 6),
-            item.reason,
-            item.hop,
-            redacted=True,
-        )
-    return ContextNode(
-        row.node_id,
-        row.node_type,
-        row.name,
-        _cut(row.content, max_chars),
-        row.properties,
-        row.labels,
-        round(item.score, 6),
-        item.reason,
-        item.hop,
-    )
-
-
-def graph_hash(
-    mode: str,
-    as_of: int,
-    nodes: Sequence[ContextNode],
-    edges: Sequence[ContextEdge],
-    governance: GovernanceSummary,
-) -> str:
-    """Hash of everything the agent was shown (not of the build's id or wall-clock time).
-
-    Built from tuples rather than ``dataclasses.asdict``, which deep-copies and cost a third of
-    a build's CPU time.
-    """
-    body = [
-        mode,
-        as_of,
-        [
-            [
-                n.node_id,
-                n.node_type,
-                n.name,
-                n.content,
-                n.properties,
-                list(n.labels),
-                n.score,
-                n.reason,
-                n.hop,
-                n.redacted,
-            ]
-            for n in nodes
-        ],
-        [[e.edge_id, e.edge_type, e.from_node, e.to_node, e.weight] for e in edges],
-        [
-            list(governance.policies_applied),
-            governance.excluded_by_policy,
-            governance.redacted_by_policy,
-            governance.excluded_count,
-            governance.redacted_count,
-            governance.sensitive_count,
-            governance.allowed_actions,
-        ],
-    ]
-    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()

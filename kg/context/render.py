@@ -7,7 +7,7 @@ from typing import Any
 
 from kg.context.result import ContextEdge, ContextNode
 
-SNIPPET_CHARS = 400
+MORE_HINT = "_… = passages of a longer text: get_node(id) returns all of it._"
 
 
 def estimate_tokens(text: str) -> int:
@@ -16,13 +16,27 @@ def estimate_tokens(text: str) -> int:
 
 
 def node_line(node: ContextNode) -> str:
+    """One node on one line: its id, type and reason, where it sits, and its content (already
+    cut to the passages that match the task; never cut again here)."""
     if node.redacted:
         return f"- **{node.node_id}** ({node.node_type}) [redacted by policy]"
-    snippet = " ".join(node.content.split())
-    if len(snippet) > SNIPPET_CHARS:
-        snippet = snippet[: SNIPPET_CHARS - 1] + "…"
-    body = f"{node.name}: {snippet}" if snippet else node.name
+    title = node.breadcrumb or node.name
+    if node.status:
+        named = node.superseded_by or _named_successor(node)
+        mark = f"superseded by {', '.join(named)}" if named else node.status
+        return f"- **{node.node_id}** ({node.node_type}; {node.reason}) {title} [{mark}]"
+    text = " ".join(node.content.split())
+    if node.copies:
+        title += f" (also in {', '.join(node.copies)})"
+    body = f"{title}: {text}" if text else title
     return f"- **{node.node_id}** ({node.node_type}; {node.reason}) {body}"
+
+
+def _named_successor(node: ContextNode) -> tuple[str, ...]:
+    """A successor the node's own (visible) properties name in words (``ADR-7``), when it is
+    not a node of the graph."""
+    text = node.properties.get("superseded_by")
+    return (text,) if isinstance(text, str) and ":" not in text else ()
 
 
 def edge_line(edge: ContextEdge) -> str:
@@ -47,4 +61,6 @@ def render(
     if edges:
         lines.append("## Edges")
         lines.extend(edge_line(e) for e in edges)
+    if any(n.partial for n in nodes):
+        lines.append(MORE_HINT)
     return "\n".join(lines) + "\n"

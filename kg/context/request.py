@@ -12,6 +12,12 @@ Mode = Literal["anchor", "semantic", "policy_first"]
 # Ids and texts PostgreSQL can store (no NUL, no lone surrogate), of bounded length.
 Ids = Annotated[tuple[IdStr, ...], Field(max_length=1000)]
 
+#: The one declared default token budget (CLI, MCP tool and project config reuse it): a build
+#: fits a prompt, and the budget bounds the structured result as much as the rendering.
+DEFAULT_TOKEN_BUDGET = 800
+DEFAULT_K = 8
+MAX_DEFAULT_K = 24
+
 
 class ContextRequest(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -26,7 +32,12 @@ class ContextRequest(BaseModel):
     max_edges: int | None = Field(
         default=None, ge=0, le=10_000, description="Edge budget (default: 2 x max_nodes)"
     )
-    token_budget: int | None = Field(default=None, ge=1, le=1_000_000)
+    token_budget: int | None = Field(
+        default=DEFAULT_TOKEN_BUDGET,
+        ge=1,
+        le=1_000_000,
+        description="Tokens the rendering and the structured nodes and edges may each take",
+    )
     max_content_chars: int = Field(
         default=4000,
         ge=0,
@@ -38,9 +49,29 @@ class ContextRequest(BaseModel):
     policies: Ids = Field(
         default=(), description="Extra policy ids applied to every node of this build"
     )
-    semantic_k: int = Field(default=8, ge=1, le=50, description="Semantic matches used as anchors")
+    include_superseded: bool = Field(
+        default=True,
+        description="Show superseded or deprecated nodes as such (no content, below their "
+        "successor); false leaves them out",
+    )
+    semantic_k: int | None = Field(
+        default=None,
+        ge=1,
+        le=50,
+        description="Semantic matches used as anchors (default: token_budget / 100, "
+        "between 8 and 24)",
+    )
+
     session_id: ShortStr | None = None
     task_id: ShortStr | None = None
+
+    @property
+    def anchors_wanted(self) -> int:
+        """``semantic_k``, or by default as many matches as the budget can show."""
+        if self.semantic_k is not None:
+            return self.semantic_k
+        budget = self.token_budget or DEFAULT_TOKEN_BUDGET
+        return min(MAX_DEFAULT_K, max(DEFAULT_K, budget // 100))
 
     @model_validator(mode="after")
     def _inputs_fit_mode(self) -> ContextRequest:

@@ -18,6 +18,16 @@ class ContextNode:
     reason: str
     hop: int
     redacted: bool = False
+    #: where a section sits (``docs/prd.md > Non-Functional Requirements > Performance``)
+    breadcrumb: str = ""
+    #: True when ``content`` holds the passages that match the task, not the whole text
+    partial: bool = False
+    #: not current: ``superseded``, ``deprecated``, ... (served without content)
+    status: str = ""
+    #: the nodes that replace this one, as far as policies let this graph name them
+    superseded_by: tuple[str, ...] = ()
+    #: nodes restating this one (near-duplicates), cited here instead of shown
+    copies: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -51,6 +61,9 @@ class Budget:
     depth_reached: int
     tokens_used: int
     truncated: bool
+    #: estimated tokens of the nodes and edges as JSON (the structured result); both this and
+    #: ``tokens_used`` (the rendering) stay within ``token_budget``
+    structured_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -78,15 +91,7 @@ class ContextGraph:
         ``asdict`` deep-copies every value and cost more than the build's own Python work."""
         data = asdict(replace(self, nodes=(), edges=()))
         data["nodes"] = [_node_dict(n) for n in self.nodes]
-        data["edges"] = [
-            {
-                "edge_type": e.edge_type,
-                "from_node": e.from_node,
-                "to_node": e.to_node,
-                "weight": e.weight,
-            }
-            for e in self.edges
-        ]
+        data["edges"] = [edge_dict(e) for e in self.edges]
         data["semantic_anchors"] = [list(a) for a in self.semantic_anchors]
         data["governance"]["policies_applied"] = list(self.governance.policies_applied)
         data["warnings"] = list(self.warnings)
@@ -109,4 +114,28 @@ def _node_dict(n: ContextNode) -> dict[str, Any]:
         node["labels"] = list(n.labels)
     if n.redacted:
         node["redacted"] = True
+    if n.breadcrumb:
+        node["breadcrumb"] = n.breadcrumb
+    if n.partial:
+        node["partial"] = True
+    if n.status:
+        node["status"] = n.status
+    if n.superseded_by:
+        node["superseded_by"] = list(n.superseded_by)
+    if n.copies:
+        node["copies"] = list(n.copies)
     return node
+
+
+def node_dict(n: ContextNode) -> dict[str, Any]:
+    """One node as the structured result carries it."""
+    return _node_dict(n)
+
+
+def edge_dict(e: ContextEdge) -> dict[str, Any]:
+    return {
+        "edge_type": e.edge_type,
+        "from_node": e.from_node,
+        "to_node": e.to_node,
+        "weight": e.weight,
+    }

@@ -21,9 +21,36 @@ INDEX_DIMENSIONS = 384
 _MAX_EMBED_CHARS = 4000
 
 
-def embedding_text(name: str, content: str) -> str:
-    """What gets embedded for a node: its name and the start of its content."""
-    return f"{name}\n\n{content[:_MAX_EMBED_CHARS]}" if content else name
+def embedding_text(name: str, content: str, place: str = "") -> str:
+    """What gets embedded for a node: where it sits (a section's file and heading path, which
+    ends with its name) or else its name, then the start of its content. The heading path
+    tells the model what a terse section ("Limits", "Errors") is about."""
+    title = place or name
+    return f"{title}\n\n{content[:_MAX_EMBED_CHARS]}" if content else title
+
+
+# A node whose content is longer than what the model reads (MiniLM: ~256 word pieces, ~1,000
+# characters of English) also gets a vector per passage of about PASSAGE_EMBED_CHARS.
+PASSAGES_FROM_CHARS = 1000
+PASSAGE_EMBED_CHARS = 700
+MAX_PASSAGES = 64
+
+
+def passage_texts(name: str, content: str, place: str = "") -> list[str]:
+    """What gets embedded for each passage of a long node (none for a short one): its place
+    (or name) and the passage, so every passage knows which section it belongs to."""
+    if len(content) <= PASSAGES_FROM_CHARS:
+        return []
+    from kg.context.passages import split_passages
+
+    packed: list[str] = []
+    for passage in split_passages(content, PASSAGE_EMBED_CHARS):
+        if packed and len(packed[-1]) + 2 + len(passage) <= PASSAGE_EMBED_CHARS:
+            packed[-1] += "\n\n" + passage
+        else:
+            packed.append(passage)
+    title = place or name
+    return [f"{title}\n\n{p}" for p in packed[:MAX_PASSAGES]]
 
 
 def vector_literal(vector: list[float]) -> str:

@@ -25,7 +25,7 @@ from kg.ingest.model import DOCUMENT, REQUIREMENT, ParsedDocument, ParsedEdge, P
 from kg.ingest.schema_map import SchemaMap
 
 # Bump when parsing rules change what a file produces, so unchanged files are re-derived.
-PARSER_VERSION = "1"
+PARSER_VERSION = "2"  # 2: section heading path and document status in properties
 SOURCE_KEY = "kg_source"
 STREAM_PREFIX = "doc:"
 _MAX_STREAM = 500

@@ -48,6 +48,7 @@ from kg.ingest.model import (
 )
 from kg.ingest.schema_map import SchemaMap, load_schema_map
 from kg.ingest.slugs import Slugger
+from kg.ingest.status import front_matter_status, status_line
 
 
 def parse_markdown(
@@ -116,6 +117,7 @@ class _Section:
     line: int  # 0-based first line of the heading
     body_start: int  # 0-based first line after the heading
     defines: set[str] = field(default_factory=set)
+    path: tuple[str, ...] = ()  # the headings above it, outermost first
 
 
 class _Builder:
@@ -157,6 +159,7 @@ class _Builder:
                 section = self._section(token, tokens[index + 1])
                 while stack and stack[-1].level >= section.level:
                     stack.pop()
+                section.path = tuple(s.name for s in stack)
                 if stack:
                     self._edge(PARENT_OF, stack[-1].node_id, section.node_id, {})
                 stack.append(section)
@@ -281,31 +284,67 @@ class _Builder:
     def _text(self, start: int, end: int) -> str:
         return "\n".join(self.lines[start:end]).strip()
 
+    def _end(self, index: int) -> int:
+        following = index + 1
+        return self.sections[following].line if following < len(self.sections) else len(self.lines)
+
+    def _status(self) -> dict[str, str]:
+        """Deprecated or superseded, by front matter or an ADR status (:mod:`kg.ingest.status`);
+        a successor given as a link to a Markdown file becomes its node id."""
+        found = self._find_status()
+        successor = found.get("superseded_by")
+        if successor:
+            try:
+                target = resolve_href(self.relpath, successor)
+            except LinkEscapesRoot:
+                target = None
+            if target is not None and path_id_problem(target.relpath) is None:
+                found["superseded_by"] = _target_id(target)
+        return found
+
+    def _find_status(self) -> dict[str, str]:
+        found = front_matter_status(self.front_matter)
+        if found:
+            return found
+        first_h2 = next((s.line for s in self.sections if s.level >= 2), len(self.lines))
+        for line in self.lines[self.preamble_start : first_h2]:
+            if found := status_line(line):
+                return found
+        for i, section in enumerate(self.sections):
+            if section.name.strip().strip(":").lower() == "status":
+                body = self._text(section.body_start, self._end(i))
+                first = next((line for line in body.splitlines() if line.strip()), "")
+                return status_line(first, heading_is_status=True)
+        return {}
+
     def nodes(self) -> list[ParsedNode]:
         first_heading = self.sections[0].line if self.sections else len(self.lines)
         title = self.front_matter.get("title")
         name = title[:MAX_NAME] if isinstance(title, str) and title.strip() else self.first_h1
         doc_type = self.schema.document_type(self.relpath, self.front_matter) or DOCUMENT
+        status = self._status()
         nodes = [
             ParsedNode(
                 self.doc_id,
                 doc_type,
                 name or posixpath.splitext(posixpath.basename(self.relpath))[0],
                 self._text(self.preamble_start, first_heading),
-                self.front_matter,
+                {**status, **self.front_matter},
                 (DOCUMENT,),
                 1,
             )
         ]
         for i, section in enumerate(self.sections):
-            end = self.sections[i + 1].line if i + 1 < len(self.sections) else len(self.lines)
+            properties: dict[str, Any] = {"level": section.level, "anchor": section.anchor}
+            if section.path:
+                properties["path"] = list(section.path)
             nodes.append(
                 ParsedNode(
                     section.node_id,
                     section.node_type,
                     section.name,
-                    self._text(section.body_start, end),
-                    {"level": section.level, "anchor": section.anchor},
+                    self._text(section.body_start, self._end(i)),
+                    {**properties, **status},
                     (SECTION,),
                     section.line + 1,
                 )

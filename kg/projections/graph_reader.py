@@ -29,6 +29,8 @@ class NodeRow:
     labels: tuple[str, ...]
     updated_at: datetime
     governed_by: tuple[str, ...]
+    #: nodes with a SUPERSEDES edge to this one (a later decision, a replacing spec)
+    superseded_by: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,11 @@ _NODE_COLS = """n.node_id, n.node_type, n.name, n.content, n.properties, n.label
        ARRAY(SELECT g.to_node FROM kg_edges g
               WHERE g.tenant_id = n.tenant_id AND g.project_id = n.project_id
                 AND g.from_node = n.node_id AND g.edge_type = 'GOVERNED_BY'
-              ORDER BY g.to_node) AS governed_by"""
+              ORDER BY g.to_node) AS governed_by,
+       ARRAY(SELECT s.from_node FROM kg_edges s
+              WHERE s.tenant_id = n.tenant_id AND s.project_id = n.project_id
+                AND s.to_node = n.node_id AND s.edge_type = 'SUPERSEDES'
+              ORDER BY s.from_node) AS superseded_by"""
 
 _NODES = f"""
 SELECT {_NODE_COLS}
@@ -111,7 +117,7 @@ SELECT c.position,
 
 def _node(row: asyncpg.Record, offset: int = 0) -> NodeRow:
     r = list(row.values())[offset:]
-    return NodeRow(r[0], r[1], r[2], r[3], r[4], tuple(r[5]), r[6], tuple(r[7]))
+    return NodeRow(r[0], r[1], r[2], r[3], r[4], tuple(r[5]), r[6], tuple(r[7]), tuple(r[8]))
 
 
 def _opt(values: Sequence[str]) -> list[str] | None:
@@ -189,9 +195,10 @@ class GraphReader:
 
     async def semantic(
         self, text: str, vector: str, k: int, node_types: Sequence[str]
-    ) -> list[tuple[str, float]]:
-        """The ``k`` best hybrid (vector + full-text) matches for a task text."""
+    ) -> list[tuple[str, float, float]]:
+        """The ``k`` best hybrid (vector + full-text) matches for a task text, best first:
+        (node id, vector similarity or 0 when only full text found it, fused score)."""
         hits = await search_in_transaction(
             self.conn, self.scope, text, "hybrid", _opt(node_types), k, vector, max(4 * k, 40)
         )
-        return [(h.node_id, h.similarity or 0.0) for h in hits]
+        return [(h.node_id, h.similarity or 0.0, h.score) for h in hits]

@@ -7,8 +7,9 @@ from typing import Any
 
 import asyncpg
 
+from kg.breadcrumbs import breadcrumb
 from kg.embeddings.base import content_hash
-from kg.embeddings.cache import check_index_model, embedding_text, ensure_cached
+from kg.embeddings.cache import check_index_model, embedding_text, ensure_cached, passage_texts
 from kg.events.envelope import RecordedEvent
 from kg.events.knowledge import NodeAsserted, NodeRetired
 from kg.projections.base import ProjectionContext, json_text, runs
@@ -59,6 +60,21 @@ ON CONFLICT (tenant_id, project_id, node_id) DO UPDATE SET
     last_position = excluded.last_position
 """
 
+# Passages of long nodes (migration 0011): one vector per passage, from the embedding cache.
+_PASSAGES_DELETE = """
+DELETE FROM kg_passages p USING unnest($1::text[], $2::text[], $3::text[]) AS x(t, p, id)
+ WHERE p.tenant_id = x.t AND p.project_id = x.p AND p.node_id = x.id
+"""
+_PASSAGES_INSERT = """
+INSERT INTO kg_passages (tenant_id, project_id, node_id, ordinal, node_type, content_hash,
+                         embedding)
+SELECT x.t, x.p, x.id, x.o, x.ty, x.h,
+       (SELECT ec.embedding FROM embedding_cache ec
+         WHERE ec.model_id = $1 AND ec.content_hash = x.h)
+  FROM unnest($2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[])
+       AS x(t, p, id, o, ty, h)
+"""
+
 _DELETE = """
 DELETE FROM kg_nodes n USING unnest($1::text[], $2::text[], $3::text[]) AS x(t, p, id)
  WHERE n.tenant_id = x.t AND n.project_id = x.p AND n.node_id = x.id
@@ -86,18 +102,25 @@ class NodesProjection:
             return
         asserted = [g.change for g in mine if isinstance(g.change, NodeAsserted)]
         hashes: dict[int, str] = {}  # id(change) -> content hash of its embedding text
+        passages: dict[int, list[str]] = {}  # id(change) -> hashes of its passages' texts
         if asserted:
             await check_index_model(conn, ctx.embedder)
             texts = {}
             for node in asserted:
-                text = embedding_text(node.name, node.content)
+                place = breadcrumb(node.node_id, node.name, node.properties or {})
+                text = embedding_text(node.name, node.content, place)
                 texts[hashes.setdefault(id(node), content_hash(text))] = text
+                for passage in passage_texts(node.name, node.content, place):
+                    texts[h := content_hash(passage)] = passage
+                    passages.setdefault(id(node), []).append(h)
             ctx.embedded += await ensure_cached(conn, ctx.embedder, texts)
         for kind, run in runs(mine, lambda g: g.kind):
+            keys = list({_key(g): None for g in run})
+            await conn.execute(_PASSAGES_DELETE, *(list(col) for col in zip(*keys, strict=True)))
             if kind == "NodeAsserted":
                 await self._upsert(conn, run, ctx, hashes)
+                await self._passages(conn, run, ctx, passages)
             else:
-                keys = list({_key(e): None for e in run})
                 await conn.execute(_DELETE, *(list(col) for col in zip(*keys, strict=True)))
 
     async def _upsert(
@@ -137,12 +160,30 @@ class NodesProjection:
         # An existing node keeps its created_at and first_position (not in the SET list).
         await conn.execute(_UPSERT, ctx.embedder.model_id, *cols)
 
+    async def _passages(
+        self,
+        conn: asyncpg.Connection,
+        run: list[GraphChange],
+        ctx: ProjectionContext,
+        passages: dict[int, list[str]],
+    ) -> None:
+        latest = {_key(g): g.change for g in run}
+        cols: list[list[Any]] = [[] for _ in range(6)]
+        for (tenant, project, node_id), node in latest.items():
+            assert isinstance(node, NodeAsserted)
+            for ordinal, h in enumerate(passages.get(id(node), ())):
+                values = (tenant, project, node_id, ordinal, node.node_type, h)
+                for col, value in zip(cols, values, strict=True):
+                    col.append(value)
+        if cols[0]:
+            await conn.execute(_PASSAGES_INSERT, ctx.embedder.model_id, *cols)
+
     async def reset(self, conn: asyncpg.Connection) -> None:
         # Inserting into HNSW costs ~1 ms a row; building it once after the replay is several
         # times cheaper (GIN too, less so). The indexes come back, identical to migration
         # 0002's, in finish_rebuild.
         await self.prepare_bulk(conn)
-        await conn.execute("TRUNCATE kg_nodes")
+        await conn.execute("TRUNCATE kg_nodes, kg_passages")
         await conn.execute("DELETE FROM kg_embedding_index")
 
     async def prepare_bulk(self, conn: asyncpg.Connection) -> None:

@@ -33,6 +33,10 @@ READS_THE_GRAPH: dict[str, list[tuple[str, ...]]] = {
         ("context", "build", "--task", "vault secret", "--mode", "semantic", "--json"),
         ("context", "build", "-a", "component:checkout", "--mode", "policy_first"),
     ],
+    "context node": [
+        ("context", "node", "component:vault"),
+        ("context", "node", "document:card-data"),
+    ],
     "decision record": [("decision", "record", "use the vault", "--ref", "component:vault")],
     "lineage": [("lineage", "decision:1", "--direction", "both")],
 }

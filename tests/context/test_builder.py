@@ -7,7 +7,8 @@ import json
 import pytest
 
 from kg.config import Scope
-from kg.context.render import estimate_tokens, node_line
+from kg.context.fit import structured_tokens
+from kg.context.render import estimate_tokens, render
 from kg.context.service import (
     build_context_graph,
     build_in_snapshot,
@@ -102,11 +103,12 @@ async def test_node_and_depth_budgets_are_respected(
 async def test_token_budget_limits_the_rendering(shop: Runtime) -> None:
     full = await build_context_graph(shop, parse_request(anchors=["component:checkout"]))
     small = await build_context_graph(
-        shop, parse_request(anchors=["component:checkout"], token_budget=40)
+        shop, parse_request(anchors=["component:checkout"], token_budget=90)
     )
     assert 1 <= len(small.nodes) < len(full.nodes)
     assert small.budget.truncated and not full.budget.truncated
     assert sum(len(n.name) for n in small.nodes) < sum(len(n.name) for n in full.nodes)
+    assert estimate_tokens(small.rendering) <= 90 and small.budget.structured_tokens <= 90
 
 
 async def test_edge_budget_keeps_the_edges_that_explain_each_node_first(shop: Runtime) -> None:
@@ -128,7 +130,9 @@ async def test_edge_budget_keeps_the_edges_that_explain_each_node_first(shop: Ru
 
 async def test_token_budget_counts_the_edges_too(shop: Runtime) -> None:
     full = await build_context_graph(shop, parse_request(anchors=["component:checkout"]))
-    nodes_only = sum(estimate_tokens(node_line(n)) + 1 for n in full.nodes)
+    allowed = full.governance.allowed_actions
+    rendered = render(full.mode, full.as_of_position, full.nodes, [], allowed)
+    nodes_only = max(structured_tokens(full.nodes, []), estimate_tokens(rendered)) + 20
     graph = await build_context_graph(
         shop, parse_request(anchors=["component:checkout"], token_budget=nodes_only + 20)
     )
@@ -155,7 +159,7 @@ async def test_semantic_mode_uses_matches_as_anchors(shop: Runtime) -> None:
         shop, parse_request(mode="semantic", task="card payments through the gateway", max_depth=1)
     )
     reasons = {n.node_id: n.reason for n in graph.nodes}
-    assert any(r.startswith("semantic match (similarity") for r in reasons.values())
+    assert any(r.startswith("semantic match #1 (similarity") for r in reasons.values())
     assert reasons.get("adr:0007", "").startswith("semantic match")
     assert graph.semantic_anchors and graph.embedder == "hashing-v1-384"
     assert graph.warnings, "the hashing fallback is announced in the result"
@@ -216,7 +220,9 @@ async def test_a_hub_cannot_crowd_the_rest_of_a_hop_out(runtime: Runtime, scope:
     ]
     await runtime.store.append(scope, "fixture:hub", events)
     await runtime.catch_up()
-    graph = await build_context_graph(runtime, parse_request(anchors=["component:a"]))
+    graph = await build_context_graph(
+        runtime, parse_request(anchors=["component:a"], token_budget=1_000_000)
+    )
     by_id = {n.node_id: n for n in graph.nodes}
     assert by_id["component:c"].reason == "hop 2 from component:b via RELATES_TO"
     from_hub = [n for n in graph.nodes if n.reason.startswith("hop 2 from component:hub")]
@@ -277,9 +283,9 @@ async def test_builds_and_usage_are_logged_and_projected(shop: Runtime, scope: S
         await record_context_usage(shop, "cg_missing", "call-4")
 
 
-async def test_long_content_is_cut_to_max_content_chars_with_a_warning(shop: Runtime) -> None:
+async def test_long_content_is_bounded_by_max_content_chars(shop: Runtime) -> None:
     """A node's content is bounded in the result whatever its size in the graph (a Markdown
-    section may be megabytes); the cut is visible, and the caller can ask for more."""
+    section may be megabytes), even with a huge token budget; the cut is marked as partial."""
     spec = "Checkout spec. " + "x" * 10_000
     await shop.store.append(
         shop.scope,
@@ -288,17 +294,20 @@ async def test_long_content_is_cut_to_max_content_chars_with_a_warning(shop: Run
     )
     await shop.catch_up()
 
-    graph = await build_context_graph(shop, parse_request(anchors=["component:checkout"]))
+    request = parse_request(anchors=["component:checkout"], token_budget=1_000_000)
+    graph = await build_context_graph(shop, request)
     checkout = next(n for n in graph.nodes if n.node_id == "component:checkout")
-    assert len(checkout.content) == 4000 and checkout.content.endswith("…")
+    assert len(checkout.content) <= 4000 and checkout.partial
     assert checkout.content.startswith("Checkout spec. ")
-    assert any("max_content_chars=4000" in w for w in graph.warnings)
     assert all(len(n.content) <= 4000 for n in graph.nodes)
 
     more = await build_context_graph(
-        shop, parse_request(anchors=["component:checkout"], max_content_chars=20_000)
+        shop,
+        parse_request(
+            anchors=["component:checkout"], token_budget=1_000_000, max_content_chars=20_000
+        ),
     )
-    assert next(n for n in more.nodes if n.node_id == "component:checkout").content == spec
-    assert not more.warnings
+    whole = next(n for n in more.nodes if n.node_id == "component:checkout")
+    assert whole.content == spec and not whole.partial
     with pytest.raises(ValidationError, match="max_content_chars"):
         parse_request(anchors=["component:checkout"], max_content_chars=100_001)

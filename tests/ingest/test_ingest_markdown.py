@@ -85,7 +85,12 @@ def test_document_and_sections_have_stable_ids_and_lines(tmp_path: Path) -> None
     assert nodes[sid + "checkout"].line == 9
     assert nodes[sid + "totals"].line == 23
     assert nodes[sid + "payment"].line == 35  # setext heading: its text line
-    assert nodes[sid + "totals"].properties == {"level": 3, "anchor": "totals"}
+    assert nodes[sid + "totals"].properties == {
+        "level": 3,
+        "anchor": "totals",
+        "path": ["Checkout", "Cart"],
+    }
+    assert "path" not in nodes[sid + "checkout"].properties  # a top heading has no ancestors
     assert nodes[sid + "payment"].properties["level"] == 2
     assert all(n.node_type == "Section" and n.labels == ("Section",) for n in doc.nodes[1:])
 

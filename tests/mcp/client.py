@@ -31,6 +31,7 @@ TOOLS = {
     "trace_decision_lineage",
     "query_knowledge_graph",
     "get_entity_neighbors",
+    "get_node",
     "find_path",
     "ingest_markdown",
     "lint_graph",

@@ -34,6 +34,7 @@ from mcp_server.models import (
     LineageStepOut,
     NeighborOut,
     NeighborsOut,
+    NodeOut,
     NodeView,
     PathOut,
     SearchHitOut,
@@ -94,6 +95,9 @@ async def test_graph_query_results_fit_their_models(shop: Runtime) -> None:
     for edge in near["edges"]:
         assert_covered(edge, EdgeView)
 
+    whole = await graph_queries.get_node(shop, "component:payments")
+    assert_covered(whole, NodeOut)
+
     for target in ("document:card-data", "component:hsm"):
         path = await graph_queries.find_path(shop, "component:checkout", target)
         assert_covered(path, PathOut)
@@ -112,6 +116,11 @@ async def test_a_context_graph_as_data_is_exactly_its_published_schema(shop: Run
         node.setdefault("properties", {})
         node.setdefault("labels", [])
         node.setdefault("redacted", False)
+        node.setdefault("breadcrumb", "")
+        node.setdefault("partial", False)
+        node.setdefault("status", "")
+        node.setdefault("superseded_by", [])
+        node.setdefault("copies", [])
     for edge in full["edges"]:
         edge["edge_id"] = f"{edge['from_node']}|{edge['edge_type']}|{edge['to_node']}"
     assert full == json.loads(json.dumps(dataclasses.asdict(graph)))

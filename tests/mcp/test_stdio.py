@@ -35,11 +35,13 @@ async def test_lists_the_tools_with_input_and_output_schemas(db_url: str, tmp_pa
     assert build["anchors"]["type"] == "array"
     # The published bounds are the application's own.
     request = ContextRequest.model_json_schema()["properties"]
-    for name in ("max_nodes", "max_depth", "semantic_k"):
-        assert (build[name]["minimum"], build[name]["maximum"]) == (
-            request[name]["minimum"],
-            request[name]["maximum"],
-        ), name
+
+    def bounds(schema: dict[str, Any]) -> tuple[int, int]:
+        numeric = next((s for s in schema.get("anyOf", [schema]) if "minimum" in s), schema)
+        return numeric["minimum"], numeric["maximum"]
+
+    for name in ("max_nodes", "max_depth", "semantic_k", "token_budget"):
+        assert bounds(build[name]) == bounds(request[name]), name
     assert "tenant" not in str(tools) and "project_id" not in str(build)
     assert tools["trace_decision_lineage"].input_schema["required"] == ["decision_id"]
     assert tools["find_path"].input_schema["required"] == ["source", "target"]

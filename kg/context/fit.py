@@ -1,0 +1,142 @@
+"""Fitting a context graph into its token budget: what each node shows and what it costs.
+
+The budget bounds both forms an agent may read: the Markdown rendering and the structured
+nodes and edges (as JSON). A node shows the passages of its content that match the task (see
+:mod:`kg.context.passages`), under its heading path, within a per-node allowance that grows with
+the budget; a node that no longer fits whole is shown shorter if a useful excerpt still fits.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from kg.breadcrumbs import breadcrumb
+from kg.context.passages import excerpt
+from kg.context.render import edge_line, estimate_tokens, node_line
+from kg.context.result import ContextEdge, ContextNode, edge_dict, node_dict
+from kg.projections.graph_reader import NodeRow
+
+# Tokens kept for the rendering's section titles and hint line, beyond its first line.
+HEADER_TOKENS = 20
+# A node's excerpt may take this share of the budget (in characters: tokens x 4 / share)...
+EXCERPT_SHARE = 8
+# ...but never less than this, and no excerpt shorter than MIN_EXCERPT is worth showing.
+MIN_ALLOWANCE = 320
+MIN_EXCERPT = 100
+# Below this many tokens left, no node fits any more (a bare id, type and reason take ~20).
+MIN_NODE_TOKENS = 24
+# Properties a breadcrumb already says (file, ancestors, anchor): left out of the shown node.
+_PLACE_KEYS = frozenset({"level", "anchor", "path"})
+
+
+def allowance(token_budget: int | None, max_content_chars: int) -> int:
+    """Characters of content one node may show."""
+    if token_budget is None:
+        return max_content_chars
+    return min(max_content_chars, max(MIN_ALLOWANCE, token_budget * 4 // EXCERPT_SHARE))
+
+
+def shown_node(
+    row: NodeRow,
+    *,
+    redacted: bool,
+    score: float,
+    reason: str,
+    hop: int,
+    chars: int,
+    query: Sequence[str],
+    status: str = "",
+    superseded_by: tuple[str, ...] = (),
+) -> ContextNode:
+    """The node as the agent sees it. Redacted: id and type only (no passage of it is ever
+    read). Superseded: where it sits and what replaces it, no content."""
+    if redacted:
+        return ContextNode(
+            row.node_id, row.node_type, "[redacted]", "", {}, (), round(score, 6), reason, hop,
+            redacted=True,
+        )  # fmt: skip
+    crumb = breadcrumb(row.node_id, row.name, row.properties)
+    properties: Mapping[str, Any] = row.properties
+    if crumb:
+        properties = {k: v for k, v in properties.items() if k not in _PLACE_KEYS}
+    labels = row.labels if row.labels != (row.node_type,) else ()
+    if status:
+        text, partial = "", bool(row.content)
+    else:
+        cut = excerpt(row.content, query, chars)
+        text, partial = cut.text, cut.partial
+    return ContextNode(
+        row.node_id,
+        row.node_type,
+        row.name,
+        text,
+        dict(properties),
+        labels,
+        round(score, 6),
+        reason,
+        hop,
+        breadcrumb=crumb,
+        partial=partial,
+        status=status,
+        superseded_by=superseded_by,
+    )
+
+
+def _json_tokens(data: Any) -> int:
+    return estimate_tokens(json.dumps(data, separators=(",", ":"), ensure_ascii=False, default=str))
+
+
+def node_cost(node: ContextNode) -> tuple[int, int]:
+    """(rendering tokens, JSON tokens), each with one for the separator."""
+    return estimate_tokens(node_line(node)) + 1, _json_tokens(node_dict(node)) + 1
+
+
+def edge_cost(edge: ContextEdge) -> tuple[int, int]:
+    return estimate_tokens(edge_line(edge)) + 1, _json_tokens(edge_dict(edge)) + 1
+
+
+def structured_tokens(nodes: Sequence[ContextNode], edges: Sequence[ContextEdge]) -> int:
+    return _json_tokens([[node_dict(n) for n in nodes], [edge_dict(e) for e in edges]])
+
+
+@dataclass
+class Meter:
+    """Running totals of both forms against one budget (``None``: unbounded)."""
+
+    budget: int | None
+    text: int
+    data: int = 2
+
+    def room(self) -> int | None:
+        if self.budget is None:
+            return None
+        return self.budget - max(self.text, self.data)
+
+    def fits(self, cost: tuple[int, int]) -> bool:
+        return self.budget is None or (
+            self.text + cost[0] <= self.budget and self.data + cost[1] <= self.budget
+        )
+
+    def add(self, cost: tuple[int, int]) -> None:
+        self.text += cost[0]
+        self.data += cost[1]
+
+
+def shrink_to_fit(
+    node: ContextNode, row: NodeRow, meter: Meter, query: Sequence[str]
+) -> ContextNode | None:
+    """A shorter excerpt of ``node`` that fits what the budget has left, or ``None``."""
+    room = meter.room()
+    if room is None or node.redacted or node.status or not node.content:
+        return None
+    text_cost, data_cost = node_cost(node)
+    overhead = max(text_cost, data_cost) - estimate_tokens(node.content)
+    chars = (room - overhead) * 4 - 16
+    if chars < MIN_EXCERPT:
+        return None
+    cut = excerpt(row.content, query, chars)
+    smaller = replace(node, content=cut.text, partial=cut.partial)
+    return smaller if meter.fits(node_cost(smaller)) else None

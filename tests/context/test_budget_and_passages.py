@@ -1,0 +1,152 @@
+"""Issue 13, item 1: a build fits its token budget (rendering and structured result alike), a
+long section shows the passages that answer the task under its heading path, and the whole
+node is one call away."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kg.context.fit import structured_tokens
+from kg.context.render import estimate_tokens
+from kg.context.request import DEFAULT_TOKEN_BUDGET
+from kg.context.service import build_context_graph, parse_request
+from kg.errors import PolicyDeniedError
+from kg.events import EdgeAsserted, NodeAsserted, PolicyDefined
+from kg.graph_queries import get_node
+from kg.ingest.service import ingest_paths
+from kg.policies.model import PolicyRule
+from kg.runtime import Runtime
+
+FILLER = "The service keeps working as described in the overview of this document. "
+ANSWER = "Context graph builds must finish within 60 ms at the 95th percentile."
+PRD = f"""# Product requirements
+
+## Non-Functional Requirements
+
+### Performance
+
+{FILLER * 12}
+
+{FILLER * 10}
+
+{ANSWER} This is measured on a graph of one hundred thousand nodes.
+
+{FILLER * 8}
+
+### Security
+
+Every agent token is scoped to one tenant.
+"""
+
+SECTION = "section:docs/prd.md#performance"
+
+
+@pytest.fixture
+async def prd(runtime: Runtime) -> Runtime:
+    docs = Path(runtime.settings.project_root) / "docs"
+    docs.mkdir(parents=True)
+    (docs / "prd.md").write_text(PRD, encoding="utf-8")
+    await ingest_paths(runtime, ["docs"])
+    await runtime.catch_up()
+    return runtime
+
+
+async def test_a_long_section_shows_the_passage_that_answers_under_its_heading_path(
+    prd: Runtime,
+) -> None:
+    graph = await build_context_graph(
+        prd, parse_request(anchors=[SECTION], task="how fast must a context graph build be, p95?")
+    )
+    node = next(n for n in graph.nodes if n.node_id == SECTION)
+    assert (
+        node.breadcrumb
+        == "docs/prd.md > Product requirements > Non-Functional Requirements > Performance"
+    )
+    assert node.partial and ANSWER in node.content
+    assert len(node.content) < len(PRD) / 3, "only the matching passages, not the section"
+    assert ANSWER in graph.rendering and node.breadcrumb in graph.rendering
+    assert "get_node" in graph.rendering, "the rendering says how to get the rest"
+    data = json.dumps(graph.to_dict())
+    assert '"level"' not in data and '"anchor":' not in data, "the breadcrumb says where it is"
+
+
+async def test_without_a_task_the_section_opens_at_its_start(prd: Runtime) -> None:
+    graph = await build_context_graph(prd, parse_request(anchors=[SECTION]))
+    node = next(n for n in graph.nodes if n.node_id == SECTION)
+    assert node.partial and node.content.startswith(FILLER.strip()[:40])
+    assert ANSWER not in node.content
+
+
+async def test_the_full_node_is_one_call_away(prd: Runtime) -> None:
+    found = await get_node(prd, SECTION)
+    assert ANSWER in found["content"] and found["content_chars"] == len(found["content"])
+    assert found["breadcrumb"].endswith("Non-Functional Requirements > Performance")
+
+
+async def test_get_node_keeps_policies(runtime: Runtime) -> None:
+    await runtime.store.append(
+        runtime.scope,
+        "fixture:policies",
+        [
+            NodeAsserted(node_id="component:vault", node_type="Component", name="Vault",
+                         content="VAULT-SECRET", labels=("secret",)),
+            NodeAsserted(node_id="document:card", node_type="Document", name="Card data",
+                         content="CARD-CONTENT"),
+            PolicyDefined(policy_id="policy:deny", name="deny secrets",
+                          rule=PolicyRule(effect="deny", labels=("secret",))),
+            PolicyDefined(policy_id="policy:redact", name="redact cards",
+                          rule=PolicyRule(effect="redact")),
+            EdgeAsserted(edge_type="GOVERNED_BY", from_node="document:card",
+                         to_node="policy:redact"),
+        ],
+    )  # fmt: skip
+    with pytest.raises(PolicyDeniedError) as denied:
+        await get_node(runtime, "component:vault")
+    assert "VAULT-SECRET" not in str(denied.value)
+    card = await get_node(runtime, "document:card")
+    assert card["redacted"] and "CARD-CONTENT" not in json.dumps(card)
+
+
+async def test_the_default_budget_bounds_rendering_and_structured_result(
+    runtime: Runtime,
+) -> None:
+    """Forty long sections around one anchor: every build stays within its budget in both
+    forms, and a bigger budget brings more nodes."""
+    events: list[NodeAsserted | EdgeAsserted] = [
+        NodeAsserted(node_id="component:hub", node_type="Component", name="Hub")
+    ]
+    for i in range(40):
+        node_id = f"section:docs/s{i:02}.md#part"
+        events.append(
+            NodeAsserted(node_id=node_id, node_type="Section", name=f"Part {i}",
+                         content=" ".join(f"word{i}x{j}." for j in range(400)))
+        )  # fmt: skip
+        events.append(
+            EdgeAsserted(edge_type="CONTAINS", from_node="component:hub", to_node=node_id)
+        )
+    await runtime.store.append(runtime.scope, "fixture:long", events)
+    await runtime.catch_up()
+
+    sizes = {}
+    for budget in (None, 870, 1600):
+        request = parse_request(anchors=["component:hub"], token_budget=budget)
+        graph = await build_context_graph(runtime, request)
+        limit = budget or DEFAULT_TOKEN_BUDGET
+        assert graph.budget.token_budget == limit and graph.budget.truncated
+        assert estimate_tokens(graph.rendering) <= limit
+        assert structured_tokens(graph.nodes, graph.edges) <= limit
+        assert graph.budget.structured_tokens == structured_tokens(graph.nodes, graph.edges)
+        sizes[limit] = len(graph.nodes)
+    assert 2 <= sizes[800] < sizes[1600]
+
+
+async def test_a_small_budget_still_shows_the_best_node_shortened(prd: Runtime) -> None:
+    graph = await build_context_graph(
+        prd, parse_request(anchors=[SECTION], task="p95 build latency", token_budget=120)
+    )
+    assert [n.node_id for n in graph.nodes][:1] == [SECTION]
+    assert estimate_tokens(graph.rendering) <= 120
+    assert structured_tokens(graph.nodes, graph.edges) <= 120
