@@ -49,6 +49,18 @@ def _admin(url: str, sql: str) -> None:
         conn.execute(sql)  # type: ignore[arg-type]
 
 
+@pytest.fixture
+def project_dir() -> Iterator[Path]:
+    """A project folder for a test that starts the embedded server in it. Not under pytest's
+    basetemp: the server runs as another user, and a concurrent pytest run resets basetemp's
+    permissions to 0700 (the server then fails with "Permission denied")."""
+    import shutil
+
+    folder = Path(tempfile.mkdtemp(prefix="kg-test-project-"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def template_url(server_url: str) -> str:
     _admin(server_url, f'DROP DATABASE IF EXISTS "{TEMPLATE}"')

@@ -68,7 +68,8 @@ def test_status_on_an_unmigrated_database_says_to_upgrade(
     assert "kg db upgrade" in out.stderr
 
 
-def test_demo_runs_on_the_embedded_database_and_is_idempotent(tmp_path: Path) -> None:
+def test_demo_runs_on_the_embedded_database_and_is_idempotent(project_dir: Path) -> None:
+    tmp_path = project_dir
     env = {k: v for k, v in os.environ.items() if k != "KG_DATABASE_URL"}
     env["KG_EMBEDDER"] = "hashing"
     (tmp_path / ".git").mkdir()  # makes tmp_path the project root

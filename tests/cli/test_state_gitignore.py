@@ -17,9 +17,9 @@ def git(*args: str, cwd: Path) -> str:
 
 
 def test_kg_init_on_the_embedded_server_leaves_nothing_of_the_database_to_commit(
-    tmp_path: Path,
+    project_dir: Path,
 ) -> None:
-    repo = tmp_path / "repo"
+    repo = project_dir / "repo"
     repo.mkdir()
     git("init", "-q", cwd=repo)
     (repo / "README.md").write_text("# A project\n")
