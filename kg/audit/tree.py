@@ -21,6 +21,7 @@ from kg.audit.merkle import (
     consistency_ranges,
     hashes_for,
     inclusion_ranges,
+    leaf_hash,
     nodes_for,
 )
 from kg.errors import IntegrityError, SchemaNotReadyError
@@ -44,36 +45,96 @@ async def log_id(conn: asyncpg.Connection) -> str:
     return str(value)
 
 
-async def tree_size(conn: asyncpg.Connection, tenant_id: str) -> int:
+STORED_FROM = 4  # levels below are not stored: recomputed from a block of 16 events
+BLOCK = 1 << STORED_FROM
+
+
+@dataclass(frozen=True)
+class Leaf:
+    index: int
+    position: int
+    chain_hash: str
+
+    @property
+    def hash(self) -> bytes:
+        return leaf_hash(bytes.fromhex(self.chain_hash))
+
+
+async def block_leaves(conn: asyncpg.Connection, tenant_id: str, block: int) -> list[Leaf]:
+    """The (up to 16) leaves of block ``block``, from the events: the block starts after the
+    event that completed the previous block's level-4 node."""
+    rows = await conn.fetch(
+        "SELECT position, hash FROM kg_events WHERE tenant_id = $1 AND position > coalesce(("
+        "  SELECT position FROM kg_merkle_nodes WHERE tenant_id = $1 AND level = $2 "
+        "  AND idx = $3 - 1), 0) "
+        "ORDER BY tenant_id, position LIMIT $4",
+        tenant_id,
+        STORED_FROM,
+        block,
+        BLOCK,
+    )
+    return [Leaf(block * BLOCK + k, int(r["position"]), r["hash"]) for k, r in enumerate(rows)]
+
+
+async def _stored_blocks(conn: asyncpg.Connection, tenant_id: str) -> int:
     value = await conn.fetchval(
-        "SELECT max(idx) FROM kg_merkle_nodes WHERE tenant_id = $1 AND level = 0", tenant_id
+        "SELECT max(idx) FROM kg_merkle_nodes WHERE tenant_id = $1 AND level = $2",
+        tenant_id,
+        STORED_FROM,
     )
     return 0 if value is None else int(value) + 1
+
+
+async def tree_size(conn: asyncpg.Connection, tenant_id: str) -> int:
+    """The tenant's number of leaves: its complete blocks plus the events after them."""
+    blocks = await _stored_blocks(conn, tenant_id)
+    tail = len(await block_leaves(conn, tenant_id, blocks))
+    if tail == BLOCK:
+        raise IntegrityError(
+            f"the stored Merkle tree of tenant {tenant_id} ends at {blocks * BLOCK} leaves, "
+            "but more events follow: the tree lags the log"
+        )
+    return blocks * BLOCK + tail
 
 
 async def fetch_nodes(
     conn: asyncpg.Connection, tenant_id: str, nodes: Iterable[Node]
 ) -> dict[Node, bytes]:
-    """The stored hashes of ``nodes``; a missing one is an :class:`IntegrityError`."""
+    """The hashes of ``nodes``: stored ones in one query, lower ones from their blocks' events.
+    A node that should exist and does not is an :class:`IntegrityError`."""
     wanted = sorted(set(nodes))
-    if not wanted:
-        return {}
-    rows = await conn.fetch(
-        "SELECT n.level, n.idx, n.hash FROM unnest($2::smallint[], $3::bigint[]) AS w(l, i) "
-        "JOIN kg_merkle_nodes n ON n.tenant_id = $1 AND n.level = w.l AND n.idx = w.i",
-        tenant_id,
-        [lv for lv, _ in wanted],
-        [i for _, i in wanted],
-    )
-    found = {(int(r["level"]), int(r["idx"])): bytes(r["hash"]) for r in rows}
+    high = [n for n in wanted if n[0] >= STORED_FROM]
+    found: dict[Node, bytes] = {}
+    if high:
+        rows = await conn.fetch(
+            "SELECT n.level, n.idx, n.hash FROM unnest($2::smallint[], $3::bigint[]) AS w(l, i) "
+            "JOIN kg_merkle_nodes n ON n.tenant_id = $1 AND n.level = w.l AND n.idx = w.i",
+            tenant_id,
+            [lv for lv, _ in high],
+            [i for _, i in high],
+        )
+        found = {(int(r["level"]), int(r["idx"])): bytes(r["hash"]) for r in rows}
+    for block in sorted({(i << lv) >> STORED_FROM for lv, i in wanted if lv < STORED_FROM}):
+        compact = CompactRange(block * BLOCK, _aligned_border(block))
+        for leaf in await block_leaves(conn, tenant_id, block):
+            for lv, i, h in compact.append(leaf.hash):
+                if lv < STORED_FROM:
+                    found[(lv, i)] = h
     missing = [n for n in wanted if n not in found]
     if missing:
         level, index = missing[0]
         raise IntegrityError(
-            f"the stored Merkle tree of tenant {tenant_id} lacks the node at level {level}, "
-            f"index {index} ({len(missing)} missing): its rows were removed"
+            f"the Merkle tree of tenant {tenant_id} lacks the node at level {level}, index "
+            f"{index} ({len(missing)} missing): stored rows or events were removed"
         )
     return found
+
+
+def _aligned_border(block: int) -> dict[int, bytes]:
+    """Placeholders for the border left of a block: never combined with, since a block's nodes
+    below level 4 only merge within the block."""
+    size = block * BLOCK
+    return {lv: b"" for lv in range(size.bit_length()) if size >> lv & 1}
 
 
 async def head_at(conn: asyncpg.Connection, tenant_id: str, size: int) -> TreeHead:
@@ -115,22 +176,19 @@ async def consistency_proof(
     return hashes_for(ranges, await fetch_nodes(conn, tenant_id, nodes_for(ranges)))
 
 
-async def leaf_of_position(conn: asyncpg.Connection, tenant_id: str, position: int) -> int | None:
-    value = await conn.fetchval(
-        "SELECT idx FROM kg_merkle_nodes WHERE tenant_id = $1 AND level = 0 AND position = $2",
+async def leaf_of_position(conn: asyncpg.Connection, tenant_id: str, position: int) -> Leaf | None:
+    """The leaf of the tenant's event at ``position``: its block is the first whose level-4
+    node was completed at or after it (or the unfinished last block)."""
+    block = await conn.fetchval(
+        "SELECT idx FROM kg_merkle_nodes WHERE tenant_id = $1 AND level = $2 AND position >= $3 "
+        "ORDER BY tenant_id, position LIMIT 1",
         tenant_id,
+        STORED_FROM,
         position,
     )
-    return None if value is None else int(value)
-
-
-async def positions_of_leaves(
-    conn: asyncpg.Connection, tenant_id: str, indices: Iterable[int]
-) -> dict[int, int]:
-    rows = await conn.fetch(
-        "SELECT idx, position FROM kg_merkle_nodes WHERE tenant_id = $1 AND level = 0 "
-        "AND idx = ANY($2::bigint[])",
-        tenant_id,
-        sorted(set(indices)),
-    )
-    return {int(r["idx"]): int(r["position"]) for r in rows}
+    if block is None:
+        block = await _stored_blocks(conn, tenant_id)
+    for leaf in await block_leaves(conn, tenant_id, int(block)):
+        if leaf.position == position:
+            return leaf
+    return None

@@ -43,21 +43,19 @@ async def test_appends_of_every_batch_size_build_the_rfc_tree(
         stored = await system_pool.fetch(
             "SELECT level, idx, hash FROM kg_merkle_nodes WHERE tenant_id = $1", tenant
         )
-        assert {(r["level"], r["idx"]): bytes(r["hash"]) for r in stored} == nodes
+        assert {(r["level"], r["idx"]): bytes(r["hash"]) for r in stored} == {
+            n: h for n, h in nodes.items() if n[0] >= tree.STORED_FROM
+        }, "levels 4 and up are stored, exactly"
         async with tenant_transaction(app_pool, tenant) as conn:
             head = await tree.current_head(conn, tenant)
             assert head.size == compact.size
             assert head.root == compact.root()
             assert (await tree.frontier(conn, tenant)).root() == compact.root()
             # proofs from the stored nodes verify, for every leaf and every older size
-            leaves = await conn.fetch(
-                "SELECT idx, hash FROM kg_merkle_nodes WHERE tenant_id = $1 AND level = 0 "
-                "ORDER BY idx",
-                tenant,
-            )
-            for r in leaves:
-                proof = await tree.inclusion_proof(conn, tenant, r["idx"], head.size)
-                verify_inclusion(r["idx"], head.size, bytes(r["hash"]), proof, head.root)
+            for i in range(head.size):
+                leaf = nodes[(0, i)]
+                proof = await tree.inclusion_proof(conn, tenant, i, head.size)
+                verify_inclusion(i, head.size, leaf, proof, head.root)
             for old in range(1, head.size + 1):
                 old_head = await tree.head_at(conn, tenant, old)
                 proof = await tree.consistency_proof(conn, tenant, old, head.size)
@@ -68,25 +66,28 @@ async def test_appends_of_every_batch_size_build_the_rfc_tree(
 async def test_leaves_are_the_tenants_own_sequence_and_map_to_positions(
     store: EventStore, app_pool: asyncpg.Pool
 ) -> None:
-    await store.append(Scope("other", "p"), "s", events(3, "o"))
-    result = await store.append(Scope("acme", "p"), "s", events(2, "a"))
+    positions = []
+    for k in range(40):  # blocks of 16 complete, and one does not
+        await store.append(Scope("other", "p"), "s", events(1 + k % 2, f"o{k}-"))
+        result = await store.append(Scope("acme", "p"), "s", events(1, f"a{k}-"))
+        positions.append(result.first_position)
     async with tenant_transaction(app_pool, "acme") as conn:
-        assert await tree.leaf_of_position(conn, "acme", result.first_position) == 0
-        assert await tree.leaf_of_position(conn, "acme", result.last_position) == 1
-        assert await tree.positions_of_leaves(conn, "acme", [0, 1]) == {
-            0: result.first_position,
-            1: result.last_position,
-        }
+        assert await tree.tree_size(conn, "acme") == 40
+        for index, position in enumerate(positions):
+            leaf = await tree.leaf_of_position(conn, "acme", position)
+            assert leaf is not None and (leaf.index, leaf.position) == (index, position)
+        assert await tree.leaf_of_position(conn, "acme", positions[5] + 1) is None
 
 
 async def test_the_application_role_reads_only_its_tenant_and_writes_nothing(
     store: EventStore, app_pool: asyncpg.Pool
 ) -> None:
-    await store.append(Scope("acme", "p"), "s", events(2, "a"))
-    await store.append(Scope("other", "p"), "s", events(2, "o"))
+    await store.append(Scope("acme", "p"), "s", events(20, "a"))
+    await store.append(Scope("other", "p"), "s", events(20, "o"))
     async with tenant_transaction(app_pool, "acme") as conn:
-        tenants = await conn.fetch("SELECT DISTINCT tenant_id FROM kg_merkle_nodes")
-        assert [r["tenant_id"] for r in tenants] == ["acme"]
+        for table in ("kg_merkle_nodes", "kg_merkle_frontier"):
+            tenants = await conn.fetch(f"SELECT DISTINCT tenant_id FROM {table}")
+            assert [r["tenant_id"] for r in tenants] == ["acme"]
         assert await tree.tree_size(conn, "other") == 0
     for sql in (
         "INSERT INTO kg_merkle_nodes VALUES ('acme', 0, 99, '\\x00', 99)",
@@ -104,7 +105,7 @@ async def test_the_migration_builds_trees_of_existing_logs(
     store: EventStore, system_pool: asyncpg.Pool
 ) -> None:
     """What the migration's backfill does for a log written before it: rebuild from events."""
-    await store.append(Scope("acme", "p"), "s", events(11, "a"))
+    await store.append(Scope("acme", "p"), "s", events(41, "a"))
     before = await system_pool.fetch("SELECT * FROM kg_merkle_nodes ORDER BY level, idx")
     await system_pool.execute("SELECT kg_merkle_rebuild('acme', 4)")  # in chunks of 4
     after = await system_pool.fetch("SELECT * FROM kg_merkle_nodes ORDER BY level, idx")
