@@ -192,3 +192,28 @@ async def leaf_of_position(conn: asyncpg.Connection, tenant_id: str, position: i
         if leaf.position == position:
             return leaf
     return None
+
+
+async def leaves_from(
+    conn: asyncpg.Connection, tenant_id: str, start: int, count: int
+) -> list[Leaf]:
+    """Leaves ``start .. start + count - 1`` (fewer at the end of the log), from the events."""
+    block = start // BLOCK
+    rows = await conn.fetch(
+        "SELECT position, hash FROM kg_events WHERE tenant_id = $1 AND position > coalesce(("
+        "  SELECT position FROM kg_merkle_nodes WHERE tenant_id = $1 AND level = $2 "
+        "  AND idx = $3 - 1), 0) "
+        "ORDER BY tenant_id, position OFFSET $4 LIMIT $5",
+        tenant_id,
+        STORED_FROM,
+        block,
+        start - block * BLOCK,
+        count,
+    )
+    return [Leaf(start + k, int(r["position"]), r["hash"]) for k, r in enumerate(rows)]
+
+
+async def compact_range(conn: asyncpg.Connection, tenant_id: str, size: int) -> CompactRange:
+    nodes = border_nodes(size)
+    found = await fetch_nodes(conn, tenant_id, nodes)
+    return CompactRange(size, {lv: found[(lv, i)] for lv, i in nodes})

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 
 import asyncpg
 
+from kg.audit import tree
 from kg.audit.legacy import hashed_with_signed_zeros
+from kg.audit.merkle import CompactRange, Node, leaf_hash
 from kg.db.tenancy import tenant_transaction
 from kg.events.envelope import RecordedEvent
 from kg.events.hashing import GENESIS_HASH, canonical_event, canonical_json, chain_hash
@@ -20,6 +23,7 @@ class VerifyReport:
     broken_position: int | None = None
     problem: str | None = None
     signed_zero_events: int = 0
+    tree_root: str | None = None  # the Merkle root recomputed from the events, hex
 
     @property
     def ok(self) -> bool:
@@ -39,32 +43,42 @@ class VerifyReport:
 
 
 def recompute_hash(event: RecordedEvent) -> str:
-    return chain_hash(
-        event.prev_hash,
-        canonical_event(
-            position=event.position,
-            event_id=event.event_id,
-            tenant_id=event.tenant_id,
-            project_id=event.project_id,
-            stream_id=event.stream_id,
-            stream_version=event.stream_version,
-            event_type=event.event_type,
-            schema_version=event.schema_version,
-            payload_json=canonical_json(event.payload),
-            metadata_json=canonical_json(event.metadata),
-            recorded_at=event.recorded_at,
-            idempotency_key=event.idempotency_key,
-        ),
+    return chain_hash(event.prev_hash, canonical_of(event))
+
+
+def canonical_of(event: RecordedEvent) -> str:
+    """The canonical JSON the event's chain hash was computed over."""
+    return canonical_event(
+        position=event.position,
+        event_id=event.event_id,
+        tenant_id=event.tenant_id,
+        project_id=event.project_id,
+        stream_id=event.stream_id,
+        stream_version=event.stream_version,
+        event_type=event.event_type,
+        schema_version=event.schema_version,
+        payload_json=canonical_json(event.payload),
+        metadata_json=canonical_json(event.metadata),
+        recorded_at=event.recorded_at,
+        idempotency_key=event.idempotency_key,
     )
 
 
-async def verify_tenant(pool: asyncpg.Pool, tenant_id: str, *, batch: int = 5000) -> VerifyReport:
+async def verify_tenant(
+    pool: asyncpg.Pool, tenant_id: str, *, batch: int = 5000, live: bool = True
+) -> VerifyReport:
     """Walk ``tenant_id``'s chain in position order and report the first event that breaks it.
 
     An edited event no longer matches its own hash; a removed event breaks its successor's
     ``prev_hash`` link; removed events at the end disagree with the recorded chain head.
+    The same walk recomputes the tenant's Merkle tree from the events and compares every stored
+    node with it (and, on the live log, the append function's frontier: ``live=False`` under
+    ``--as-of``, where the frontier is today's).
     """
     count, prev, signed_zero = 0, GENESIS_HASH, 0
+    compact = CompactRange()
+    computed: dict[Node, bytes] = {}
+    positions = array("q")
     async with tenant_transaction(pool, tenant_id, isolation="repeatable_read") as conn:
         head = await conn.fetchrow(
             "SELECT position, hash FROM kg_chain_heads WHERE tenant_id = $1", tenant_id
@@ -90,6 +104,7 @@ async def verify_tenant(pool: asyncpg.Pool, tenant_id: str, *, batch: int = 5000
                 if hashed_with_signed_zeros(event):
                     signed_zero += 1
                     prev, last_position, count = event.hash, event.position, count + 1
+                    _grow(compact, computed, positions, event)
                     continue
                 return VerifyReport(
                     tenant_id,
@@ -99,6 +114,7 @@ async def verify_tenant(pool: asyncpg.Pool, tenant_id: str, *, batch: int = 5000
                     "written",
                 )
             prev, last_position, count = event.hash, event.position, count + 1
+            _grow(compact, computed, positions, event)
         if head is not None and (head["position"], head["hash"]) != (last_position, prev):
             return VerifyReport(
                 tenant_id,
@@ -107,7 +123,61 @@ async def verify_tenant(pool: asyncpg.Pool, tenant_id: str, *, batch: int = 5000
                 f"the chain head records position {head['position']}, but the last event is at "
                 f"{last_position}: events at the end were removed",
             )
-    return VerifyReport(tenant_id, count, signed_zero_events=signed_zero)
+        problem = await _tree_problem(conn, tenant_id, compact, computed, positions, live)
+        if problem is not None:
+            return VerifyReport(tenant_id, count, problem[0], problem[1])
+    return VerifyReport(
+        tenant_id, count, signed_zero_events=signed_zero, tree_root=compact.root().hex()
+    )
+
+
+def _grow(
+    compact: CompactRange, computed: dict[Node, bytes], positions: array[int], event: RecordedEvent
+) -> None:
+    positions.append(event.position)
+    for level, index, digest in compact.append(leaf_hash(bytes.fromhex(event.hash))):
+        if level >= tree.STORED_FROM:
+            computed[(level, index)] = digest
+
+
+async def _tree_problem(
+    conn: asyncpg.Connection,
+    tenant_id: str,
+    compact: CompactRange,
+    computed: dict[Node, bytes],
+    positions: array[int],
+    live: bool,
+) -> tuple[int | None, str] | None:
+    """Where the stored tree disagrees with the tree of the events, or None."""
+    stored = {
+        (int(r["level"]), int(r["idx"])): bytes(r["hash"])
+        for r in await conn.fetch(
+            "SELECT level, idx, hash FROM kg_merkle_nodes WHERE tenant_id = $1", tenant_id
+        )
+    }
+    for node in sorted(set(stored) | set(computed), key=lambda n: (n[1] << n[0], -n[0])):
+        if stored.get(node) != computed.get(node):
+            level, index = node
+            first = index << level
+            where = positions[first] if first < len(positions) else None
+            what = (
+                "is missing"
+                if node not in stored
+                else ("should not exist" if node not in computed else "differs")
+            )
+            return where, (
+                f"the stored Merkle tree {what} at level {level}, index {index} (leaves from "
+                f"{first}): the tree was altered, or events were changed and the tree rebuilt "
+                "around them; a held checkpoint tells which (kg audit verify --checkpoint)"
+            )
+    if live:
+        front = await tree.frontier(conn, tenant_id)
+        if (front.size, front.root()) != (compact.size, compact.root()):
+            return None, (
+                f"the Merkle frontier records {front.size} leaves and another root than the "
+                f"{compact.size} events give: the frontier was altered"
+            )
+    return None
 
 
 async def find_position_gaps(pool: asyncpg.Pool, *, limit: int = 10) -> list[int]:
