@@ -97,7 +97,7 @@ def generate_key(name: str) -> SignerKey:
 
 def load_signer(path: Path) -> SignerKey:
     text = _read(path, "key").strip()
-    parts = text.split("+")
+    parts = text.split("+", 4)  # base64 may hold "+"
     if len(parts) != 5 or parts[:2] != ["PRIVATE", "KEY"]:
         raise EvidenceError(f"{path} is not a kg signing key (make one with `kg audit keygen`)")
     name, _, encoded = parts[2:]
@@ -108,7 +108,7 @@ def load_signer(path: Path) -> SignerKey:
 
 
 def parse_verifier(text: str, where: str) -> tuple[str, bytes]:
-    parts = text.strip().split("+")
+    parts = text.strip().split("+", 2)
     if len(parts) != 3:
         raise EvidenceError(f"{where}: {text[:80]!r} is not a verifier key (name+hash+key)")
     name, key_hash, encoded = parts
