@@ -186,8 +186,10 @@ REVOKE ALL ON FUNCTION kg_merkle_rebuild(text, int) FROM PUBLIC;
 
 def _append(schema: str, body: str) -> str:
     path = f'"{schema}", pg_temp'
-    return body.replace("{path}", path).replace("{_TENANT_CHECK}", _TENANT_CHECK).replace(
-        "{GENESIS}", GENESIS
+    return (
+        body.replace("{path}", path)
+        .replace("{_TENANT_CHECK}", _TENANT_CHECK)
+        .replace("{GENESIS}", GENESIS)
     )
 
 
@@ -296,9 +298,7 @@ def upgrade() -> None:
     op.execute(_extend(schema))
     op.execute(_append(schema, _APPEND_WITH_TREE))
     # Existing logs get their trees now; a tenant's tree is as if built append by append.
-    op.execute(
-        "SELECT kg_merkle_rebuild(tenant_id) FROM kg_chain_heads ORDER BY tenant_id"
-    )
+    op.execute("SELECT kg_merkle_rebuild(tenant_id) FROM kg_chain_heads ORDER BY tenant_id")
 
 
 def downgrade() -> None:
