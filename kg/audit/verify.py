@@ -64,16 +64,14 @@ def canonical_of(event: RecordedEvent) -> str:
     )
 
 
-async def verify_tenant(
-    pool: asyncpg.Pool, tenant_id: str, *, batch: int = 5000, live: bool = True
-) -> VerifyReport:
+async def verify_tenant(pool: asyncpg.Pool, tenant_id: str, *, batch: int = 5000) -> VerifyReport:
     """Walk ``tenant_id``'s chain in position order and report the first event that breaks it.
 
     An edited event no longer matches its own hash; a removed event breaks its successor's
     ``prev_hash`` link; removed events at the end disagree with the recorded chain head.
     The same walk recomputes the tenant's Merkle tree from the events and compares every stored
-    node with it (and, on the live log, the append function's frontier: ``live=False`` under
-    ``--as-of``, where the frontier is today's).
+    node with it (and, on the live log, the append function's frontier; under ``--as-of`` the
+    frontier is today's, so it is left out).
     """
     count, prev, signed_zero = 0, GENESIS_HASH, 0
     compact = CompactRange()
@@ -123,7 +121,7 @@ async def verify_tenant(
                 f"the chain head records position {head['position']}, but the last event is at "
                 f"{last_position}: events at the end were removed",
             )
-        problem = await _tree_problem(conn, tenant_id, compact, computed, positions, live)
+        problem = await _tree_problem(conn, tenant_id, compact, computed, positions)
         if problem is not None:
             return VerifyReport(tenant_id, count, problem[0], problem[1])
     return VerifyReport(
@@ -146,7 +144,6 @@ async def _tree_problem(
     compact: CompactRange,
     computed: dict[Node, bytes],
     positions: array[int],
-    live: bool,
 ) -> tuple[int | None, str] | None:
     """Where the stored tree disagrees with the tree of the events, or None."""
     stored = {
@@ -170,6 +167,7 @@ async def _tree_problem(
                 f"{first}): the tree was altered, or events were changed and the tree rebuilt "
                 "around them; a held checkpoint tells which (kg audit verify --checkpoint)"
             )
+    live = await conn.fetchval("SELECT to_regclass('kg_replay_info') IS NULL")
     if live:
         front = await tree.frontier(conn, tenant_id)
         if (front.size, front.root()) != (compact.size, compact.root()):
