@@ -74,7 +74,7 @@ def verify(
                 _live_only(rt, "compare projections (that checks the live ones)")
             from kg.audit.verify import find_position_gaps, verify_tenant
 
-            report = await verify_tenant(rt.app_pool, rt.scope.tenant_id, live=rt.as_of is None)
+            report = await verify_tenant(rt.app_pool, rt.scope.tenant_id)
             gaps = await find_position_gaps(rt.system_pool)
             (console if report.ok else err_console).print(str(report))
             if report.tree_root:
@@ -328,3 +328,28 @@ def prove(
         + ("" if checkpoint_file else " (today's: pass --checkpoint FILE to check it offline)"),
         markup=False,
     )
+
+
+@audit_app.command("report")
+def report(
+    decision: str = typer.Option(..., "--decision", help="A decision id (decision:ID or ID)."),
+    output: Path = typer.Option(..., "--output", "-o", help="The HTML file to write."),
+    checkpoints: list[Path] = typer.Option(
+        None, "--checkpoint", metavar="FILE", help="Held checkpoints to check (repeatable)."
+    ),
+) -> None:
+    """One self-contained HTML file for a reviewer: the decision, who/when/why, its lineage
+    diagram, the context graphs it used (denied nodes counted, never named), the verification
+    of the log and the inclusion proofs of its events. Opens with no network."""
+    from kg.audit.checkpoint import load_checkpoint
+    from kg.audit.report import build_report
+
+    async def go() -> str:
+        held = [load_checkpoint(p) for p in checkpoints or []]
+        async with open_runtime() as rt:
+            _note_as_of(rt)
+            return await build_report(rt, decision, held)
+
+    page = run(go)
+    output.write_text(page, encoding="utf-8")
+    err_console.print(f"wrote {output} ({len(page) // 1024} KiB)", markup=False)
