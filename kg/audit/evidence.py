@@ -13,6 +13,7 @@ from typing import Any
 import asyncpg
 
 from kg.audit import tree
+from kg.audit.check_proof import PROOF_FORMAT
 from kg.audit.checkpoint import (
     Checkpoint,
     SignerKey,
@@ -207,8 +208,6 @@ def load_checkpoints(paths: list[Path], trusted_key: str | None) -> list[Checkpo
 def leaf_of(chain_hash: str) -> bytes:
     return leaf_hash(bytes.fromhex(chain_hash))
 
-
-PROOF_FORMAT = "kg-inclusion-proof/1"
 
 
 async def subject_events(
