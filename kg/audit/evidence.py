@@ -209,7 +209,6 @@ def leaf_of(chain_hash: str) -> bytes:
     return leaf_hash(bytes.fromhex(chain_hash))
 
 
-
 async def subject_events(
     conn: asyncpg.Connection, scope: Scope, subject: str
 ) -> list[RecordedEvent]:
