@@ -197,7 +197,14 @@ def _write_witness(directory: Path, cp: Checkpoint, new_leaves: bytes) -> Path:
     write_json(target, cp.to_json())
     if (directory / ".git").exists():
         for args in (["add", "-A"], ["commit", "-q", "-m", f"kg checkpoint {cp.size}"]):
-            subprocess.run(["git", "-C", str(directory), *args], check=True, capture_output=True)
+            done = subprocess.run(
+                ["git", "-C", str(directory), *args], capture_output=True, text=True
+            )
+            if done.returncode:
+                raise EvidenceError(
+                    f"kept {target}, but `git {' '.join(args[:2])}` failed in {directory}: "
+                    f"{done.stderr.strip()[:300]}"
+                )
     return target
 
 

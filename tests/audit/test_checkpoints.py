@@ -81,6 +81,10 @@ async def log(store: EventStore, scope: Scope) -> list[int]:
     return positions
 
 
+def git(*args: str) -> str:
+    return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout
+
+
 def ok(result: subprocess.CompletedProcess[str]) -> str:
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout + result.stderr
@@ -99,7 +103,9 @@ async def test_a_checkpoint_catches_a_rewrite_the_chain_no_longer_shows(
     log: list[int], store: EventStore, scope: Scope, system_pool: asyncpg.Pool,
     db_url: str, tmp_path: Path,
 ) -> None:  # fmt: skip
-    env = cli_env(db_url)
+    env = cli_env(db_url, GIT_AUTHOR_NAME="r", GIT_AUTHOR_EMAIL="r@example.org",
+                  GIT_COMMITTER_NAME="r", GIT_COMMITTER_EMAIL="r@example.org")  # fmt: skip
+    git("init", "-q", str(tmp_path / "witness"))
     ok(kg("audit", "keygen", "-o", str(tmp_path / "key"), env=env, cwd=tmp_path))
     assert (tmp_path / "key.pub").read_text().startswith("kg-audit+")
     held = tmp_path / "cp.json"
@@ -109,6 +115,7 @@ async def test_a_checkpoint_catches_a_rewrite_the_chain_no_longer_shows(
     witnessed = tmp_path / "witness" / "checkpoint-000000000040.json"
     assert json.loads(witnessed.read_text()) == json.loads(held.read_text())
     assert (tmp_path / "witness" / "leaves").stat().st_size == 40 * 32
+    assert "kg checkpoint 40" in git("-C", str(tmp_path / "witness"), "log", "--oneline")
 
     await store.append(scope, "later", events(9, "later"))
     out = ok(kg("audit", "verify", "--checkpoint", str(held), "--trusted-key",
