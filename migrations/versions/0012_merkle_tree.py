@@ -98,6 +98,9 @@ DECLARE
     n_idx bigint[];
     n_hash bytea[];
     n_pos bigint[];
+    v_h bytea;
+    v_i bigint;
+    v_k int;
 BEGIN
     IF v_count = 0 THEN
         RETURN NULL;
@@ -109,47 +112,76 @@ BEGIN
         b := '{{}}';
     END IF;
     e := s + v_count;
-    SELECT array_agg(sha256('\\x00'::bytea || decode(h, 'hex')) ORDER BY o) INTO a
-      FROM unnest(p_hashes) WITH ORDINALITY AS x(h, o);
     lo := s;
     n_level := '{{}}';
     n_idx := '{{}}';
     n_hash := '{{}}';
     n_pos := '{{}}';
-    LOOP
-        IF lo & 1 = 1 THEN
-            -- The first new node is a right child: its left sibling is the old border node.
-            IF b[lv + 1] IS NULL THEN
-                RAISE EXCEPTION 'the Merkle frontier of tenant % is corrupt at level %',
-                    p_tenant, lv USING ERRCODE = 'data_corrupted';
+    IF v_count <= 32 THEN
+        -- A small append (the common case: an agent's event or two): leaf by leaf, in plain
+        -- plpgsql expressions, which skip the per-statement cost of a query.
+        FOR v_k IN 1 .. v_count LOOP
+            v_h := sha256('\\x00'::bytea || decode(p_hashes[v_k], 'hex'));
+            v_i := s + v_k - 1;
+            lv := 0;
+            WHILE v_i & 1 = 1 LOOP
+                v_h := sha256('\\x01'::bytea || b[lv + 1] || v_h);
+                IF v_h IS NULL THEN
+                    RAISE EXCEPTION 'the Merkle frontier of tenant % is corrupt at level %',
+                        p_tenant, lv USING ERRCODE = 'data_corrupted';
+                END IF;
+                b[lv + 1] := NULL;
+                lv := lv + 1;
+                v_i := v_i >> 1;
+                IF lv >= 4 THEN
+                    n_level := n_level || lv::smallint;
+                    n_idx := n_idx || v_i;
+                    n_hash := n_hash || v_h;
+                    n_pos := n_pos || p_positions[v_k];
+                END IF;
+            END LOOP;
+            b[lv + 1] := v_h;
+        END LOOP;
+    ELSE
+        SELECT array_agg(sha256('\\x00'::bytea || decode(h, 'hex')) ORDER BY o) INTO a
+          FROM unnest(p_hashes) WITH ORDINALITY AS x(h, o);
+        LOOP
+            IF lo & 1 = 1 THEN
+                -- The first new node is a right child: its left sibling is the old border node.
+                IF b[lv + 1] IS NULL THEN
+                    RAISE EXCEPTION 'the Merkle frontier of tenant % is corrupt at level %',
+                        p_tenant, lv USING ERRCODE = 'data_corrupted';
+                END IF;
+                a := array_prepend(b[lv + 1], a);
+                lo := lo - 1;
             END IF;
-            a := array_prepend(b[lv + 1], a);
-            lo := lo - 1;
-        END IF;
-        b[lv + 1] := CASE WHEN (e >> lv) & 1 = 1 THEN a[cardinality(a)] END;
-        EXIT WHEN cardinality(a) < 2;
-        -- Pairs (1, 2), (3, 4), ...: unnest and lag, since subscripting an array of bytea
-        -- walks it from the start (quadratic for a large batch).
-        a := ARRAY(SELECT z.h FROM (
-                       SELECT u.o,
-                              sha256('\\x01'::bytea || lag(u.x) OVER (ORDER BY u.o) || u.x) AS h
-                         FROM unnest(a) WITH ORDINALITY AS u(x, o)) z
-                    WHERE z.o % 2 = 0 ORDER BY z.o);
-        lv := lv + 1;
-        lo := lo / 2;
-        CONTINUE WHEN lv < 4;  -- levels 0-3 are recomputed from the events when needed
-        n_level := n_level || array_fill(lv::smallint, ARRAY[cardinality(a)]);
-        n_idx := n_idx || ARRAY(SELECT lo + j FROM generate_series(0, cardinality(a) - 1) AS j
-                                 ORDER BY j);
-        n_hash := n_hash || a;
-        -- The event completing node (lv, i) is leaf (i + 1) * 2^lv - 1.
-        -- (bigint[] has fixed-width elements: a subscript is a direct access)
-        n_pos := n_pos || ARRAY(SELECT p_positions[((lo + j + 1) << lv) - s]
-                                  FROM generate_series(0, cardinality(a) - 1) AS j ORDER BY j);
-    END LOOP;
+            b[lv + 1] := CASE WHEN (e >> lv) & 1 = 1 THEN a[cardinality(a)] END;
+            EXIT WHEN cardinality(a) < 2;
+            -- Pairs (1, 2), (3, 4), ...: unnest and lag, since subscripting an array of bytea
+            -- walks it from the start (quadratic for a large batch).
+            a := ARRAY(SELECT z.h FROM (
+                         SELECT u.o,
+                                sha256('\\x01'::bytea || lag(u.x) OVER (ORDER BY u.o) || u.x) AS h
+                           FROM unnest(a) WITH ORDINALITY AS u(x, o)) z
+                        WHERE z.o % 2 = 0 ORDER BY z.o);
+            lv := lv + 1;
+            lo := lo / 2;
+            CONTINUE WHEN lv < 4;  -- levels 0-3 are recomputed from the events when needed
+            n_level := n_level || array_fill(lv::smallint, ARRAY[cardinality(a)]);
+            n_idx := n_idx || ARRAY(SELECT lo + j
+                                      FROM generate_series(0, cardinality(a) - 1) AS j ORDER BY j);
+            n_hash := n_hash || a;
+            -- The event completing node (lv, i) is leaf (i + 1) * 2^lv - 1.
+            -- (bigint[] has fixed-width elements: a subscript is a direct access)
+            n_pos := n_pos || ARRAY(SELECT p_positions[((lo + j + 1) << lv) - s]
+                                      FROM generate_series(0, cardinality(a) - 1) AS j
+                                     ORDER BY j);
+        END LOOP;
+    END IF;
     IF cardinality(n_idx) > 0 THEN
         INSERT INTO kg_merkle_nodes (tenant_id, level, idx, hash, position)
-        SELECT p_tenant, l, i, h, p FROM unnest(n_level, n_idx, n_hash, n_pos) AS x(l, i, h, p);
+        SELECT p_tenant, x.l, x.i, x.h, x.p
+          FROM unnest(n_level, n_idx, n_hash, n_pos) AS x(l, i, h, p);
     END IF;
     INSERT INTO kg_merkle_frontier (tenant_id, size, border) VALUES (p_tenant, e, b)
     ON CONFLICT (tenant_id) DO UPDATE SET size = excluded.size, border = excluded.border;
