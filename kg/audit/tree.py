@@ -17,6 +17,7 @@ from kg.audit.merkle import (
     EMPTY_ROOT,
     CompactRange,
     Node,
+    ProofError,
     border_nodes,
     consistency_ranges,
     hashes_for,
@@ -159,7 +160,12 @@ async def frontier(conn: asyncpg.Connection, tenant_id: str) -> CompactRange:
     if row is None:
         return CompactRange()
     border = {lv: bytes(h) for lv, h in enumerate(row["border"]) if h is not None}
-    return CompactRange(int(row["size"]), border)
+    try:
+        return CompactRange(int(row["size"]), border)
+    except ProofError as exc:
+        raise IntegrityError(
+            f"the Merkle frontier of tenant {tenant_id} is malformed: {exc}"
+        ) from None
 
 
 async def inclusion_proof(

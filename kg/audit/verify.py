@@ -11,6 +11,7 @@ from kg.audit import tree
 from kg.audit.legacy import hashed_with_signed_zeros
 from kg.audit.merkle import CompactRange, Node, leaf_hash
 from kg.db.tenancy import tenant_transaction
+from kg.errors import IntegrityError
 from kg.events.envelope import RecordedEvent
 from kg.events.hashing import GENESIS_HASH, canonical_event, canonical_json, chain_hash
 from kg.events.store import SELECT_EVENT, record_from_row
@@ -169,7 +170,10 @@ async def _tree_problem(
             )
     live = await conn.fetchval("SELECT to_regclass('kg_replay_info') IS NULL")
     if live:
-        front = await tree.frontier(conn, tenant_id)
+        try:
+            front = await tree.frontier(conn, tenant_id)
+        except IntegrityError as exc:
+            return None, f"{exc}: the frontier was altered"
         if (front.size, front.root()) != (compact.size, compact.root()):
             return None, (
                 f"the Merkle frontier records {front.size} leaves and another root than the "

@@ -146,3 +146,23 @@ async def test_a_replay_sees_and_verifies_the_tree_as_it_was(
         assert head != await tree.current_head(conn, "acme")
     assert report.tree_root == head.root.hex()
     assert stored == 1, "the replay sees the subtrees complete at its position only"
+
+
+async def test_verify_finds_a_stored_tree_that_disagrees_with_the_events(
+    store: EventStore, app_pool: asyncpg.Pool, system_pool: asyncpg.Pool
+) -> None:
+    result = await store.append(Scope("acme", "p"), "s", events(40, "a"))
+    assert (await verify_tenant(app_pool, "acme")).ok
+    await system_pool.execute(
+        "UPDATE kg_merkle_nodes SET hash = sha256('x') WHERE level = 4 AND idx = 1"
+    )
+    report = await verify_tenant(app_pool, "acme")
+    assert not report.ok and report.broken_position == result.first_position + 16
+    assert "level 4, index 1" in str(report)
+    await system_pool.execute("SELECT kg_merkle_rebuild('acme')")
+    assert (await verify_tenant(app_pool, "acme")).ok
+    await system_pool.execute("UPDATE kg_merkle_frontier SET border[1] = sha256('x')")
+    report = await verify_tenant(app_pool, "acme")
+    assert not report.ok and "frontier" in str(report)
+    await system_pool.execute("DELETE FROM kg_merkle_nodes WHERE level = 5")
+    assert "is missing at level 5" in str(await verify_tenant(app_pool, "acme"))
