@@ -105,8 +105,8 @@ BEGIN
     IF v_count = 0 THEN
         RETURN NULL;
     END IF;
-    SELECT f.size, f.border INTO s, b FROM kg_merkle_frontier f WHERE f.tenant_id = p_tenant
-       FOR UPDATE;
+    -- No row lock: every caller holds the kg_log_head lock, which serialises appends.
+    SELECT f.size, f.border INTO s, b FROM kg_merkle_frontier f WHERE f.tenant_id = p_tenant;
     IF NOT FOUND THEN
         s := 0;
         b := '{{}}';
@@ -183,8 +183,11 @@ BEGIN
         SELECT p_tenant, x.l, x.i, x.h, x.p
           FROM unnest(n_level, n_idx, n_hash, n_pos) AS x(l, i, h, p);
     END IF;
-    INSERT INTO kg_merkle_frontier (tenant_id, size, border) VALUES (p_tenant, e, b)
-    ON CONFLICT (tenant_id) DO UPDATE SET size = excluded.size, border = excluded.border;
+    IF s > 0 THEN  -- (cheaper than an upsert's speculative insertion)
+        UPDATE kg_merkle_frontier SET size = e, border = b WHERE tenant_id = p_tenant;
+    ELSE
+        INSERT INTO kg_merkle_frontier (tenant_id, size, border) VALUES (p_tenant, e, b);
+    END IF;
     RETURN e;
 END $$;
 
@@ -196,6 +199,7 @@ DECLARE
     v_positions bigint[];
     v_hashes text[];
 BEGIN
+    PERFORM 1 FROM kg_log_head WHERE id = 1 FOR UPDATE;  -- no append meanwhile
     DELETE FROM kg_merkle_nodes WHERE tenant_id = p_tenant;
     DELETE FROM kg_merkle_frontier WHERE tenant_id = p_tenant;
     LOOP
