@@ -8,7 +8,8 @@ alike. The 1M-event log is written in bulk (COPY as the superuser, real chain ha
 append-only trigger untouched: it only refuses UPDATE/DELETE/TRUNCATE), and its tree built by
 ``kg_merkle_rebuild``, the migration's backfill, in chunks of 50,000.
 
-Run: python bench/bench_merkle.py [--runs 5] [--events 1000000]
+Run: python bench/bench_merkle.py [--runs 5] [--events 1000000] (``--runs 0``: proofs only,
+``--events 0``: throughput only)
 """
 
 from __future__ import annotations
@@ -199,14 +200,16 @@ async def main(runs: int, events: int, samples: int) -> None:
     app = await create_pool(url, app_role=True, max_size=10)
     system = await create_pool(url, app_role=False, max_size=10)
     store = EventStore(app)
-    lines = await throughput(store, system, runs)
+    lines = await throughput(store, system, runs) if runs else []
     print("\n".join(lines), flush=True)
+    print(f"Machine: {machine()}; {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; median of {runs} runs\n")
+    print("\n".join(lines))
+    if not events:
+        return
     built = await bulk_log(system, "big", events)
     proof_lines = await proofs(app, "big", events, samples)
     await app.close()
     await system.close()
-    print(f"Machine: {machine()}; {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; median of {runs} runs\n")
-    print("\n".join(lines))
     print(f"\nTree of {events:,} events built from the log (kg_merkle_rebuild): {built:.0f} s\n")
     print(f"| at {events:,} events ({samples} random samples) | median | p95 | max |")
     print("| --- | ---: | ---: | ---: |")
