@@ -333,7 +333,7 @@ def prove(
 @audit_app.command("report")
 def report(
     decision: str = typer.Option(..., "--decision", help="A decision id (decision:ID or ID)."),
-    output: Path = typer.Option(..., "--output", "-o", help="The HTML file to write."),
+    output: Path = typer.Option(..., "--output", "-o", help="The HTML file to write (- : stdout)."),
     checkpoints: list[Path] = typer.Option(
         None, "--checkpoint", metavar="FILE", help="Held checkpoints to check (repeatable)."
     ),
@@ -351,5 +351,8 @@ def report(
             return await build_report(rt, decision, held)
 
     page = run(go)
+    if str(output) == "-":
+        sys.stdout.write(page)
+        return
     output.write_text(page, encoding="utf-8")
     err_console.print(f"wrote {output} ({len(page) // 1024} KiB)", markup=False)
