@@ -26,7 +26,6 @@ from kg.audit.merkle import (
     CompactRange,
     ProofError,
     border_nodes,
-    leaf_hash,
     root_from_leaves,
     verify_consistency,
 )
@@ -210,10 +209,6 @@ def _write_witness(directory: Path, cp: Checkpoint, new_leaves: bytes) -> Path:
 
 def load_checkpoints(paths: list[Path], trusted_key: str | None) -> list[Checkpoint]:
     return [load_checkpoint(p, trusted_key=trusted_key) for p in paths]
-
-
-def leaf_of(chain_hash: str) -> bytes:
-    return leaf_hash(bytes.fromhex(chain_hash))
 
 
 async def subject_events(

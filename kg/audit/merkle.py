@@ -20,7 +20,7 @@ into perfect nodes, so a proof costs O(log n) stored nodes (:func:`inclusion_nod
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 HASH_SIZE = 32
 EMPTY_ROOT = hashlib.sha256(b"").digest()
@@ -245,13 +245,3 @@ def verify_consistency(
         raise ProofError("the log does not extend the old tree: its first part hashes differently")
     if sr != new_root:
         raise ProofError("the consistency proof does not lead to the new root")
-
-
-def first_difference(
-    old: Sequence[Node], old_hashes: Mapping[Node, bytes], recompute: Callable[[Node], bytes]
-) -> Node | None:
-    """The first (leftmost) perfect subtree of ``old`` whose recomputed hash differs."""
-    for node in old:
-        if recompute(node) != old_hashes[node]:
-            return node
-    return None
