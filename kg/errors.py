@@ -67,3 +67,8 @@ class EmbeddingError(KgError):
 
 class IntegrityError(KgError):
     """The audit trail failed verification (hash chain broken, projection digest differs)."""
+
+
+class EvidenceError(KgError):
+    """A checkpoint, proof or key file is unreadable, forged, or belongs to another log or
+    tenant. The message says which file and what is wrong with it."""

@@ -3,7 +3,8 @@
 ``kg audit replay --until P`` projects the log up to ``P`` into a schema and *freezes* it:
 
 * the log itself is seen as it was: the schema gets views ``kg_events`` (events up to ``P``),
-  ``kg_log_head`` (``P``) and ``kg_chain_heads`` (each tenant's chain head at ``P``), which
+  ``kg_log_head`` (``P``), ``kg_chain_heads`` (each tenant's chain head at ``P``) and
+  ``kg_merkle_nodes`` (the Merkle subtrees completed by ``P``), which
   shadow the public tables for any connection whose ``search_path`` puts the schema first, so
   lineage, the trail and ``kg audit verify`` also stop at ``P``;
 * tenancy holds: the projected tables get the row-level security policies of their public
@@ -105,6 +106,11 @@ async def freeze_replay_schema(pool: asyncpg.Pool, schema: str, position: int, u
             f"CREATE VIEW {q}.kg_chain_heads WITH (security_invoker = true) AS "
             "SELECT DISTINCT ON (tenant_id) tenant_id, position, hash FROM public.kg_events "
             f"WHERE position <= {p} ORDER BY tenant_id, position DESC"
+        )
+        # The Merkle tree as it was: the subtrees completed by position p (migration 0012).
+        await conn.execute(
+            f"CREATE VIEW {q}.kg_merkle_nodes WITH (security_invoker = true) AS "
+            f"SELECT * FROM public.kg_merkle_nodes WHERE position <= {p}"
         )
         for table in REPLAYED_TABLES:
             await _copy_policies(conn, schema, table)

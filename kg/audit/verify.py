@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 
 import asyncpg
 
+from kg.audit import tree
 from kg.audit.legacy import hashed_with_signed_zeros
+from kg.audit.merkle import CompactRange, Node, leaf_hash
 from kg.db.tenancy import tenant_transaction
+from kg.errors import IntegrityError
 from kg.events.envelope import RecordedEvent
 from kg.events.hashing import GENESIS_HASH, canonical_event, canonical_json, chain_hash
 from kg.events.store import SELECT_EVENT, record_from_row
@@ -20,6 +24,7 @@ class VerifyReport:
     broken_position: int | None = None
     problem: str | None = None
     signed_zero_events: int = 0
+    tree_root: str | None = None  # the Merkle root recomputed from the events, hex
 
     @property
     def ok(self) -> bool:
@@ -39,22 +44,24 @@ class VerifyReport:
 
 
 def recompute_hash(event: RecordedEvent) -> str:
-    return chain_hash(
-        event.prev_hash,
-        canonical_event(
-            position=event.position,
-            event_id=event.event_id,
-            tenant_id=event.tenant_id,
-            project_id=event.project_id,
-            stream_id=event.stream_id,
-            stream_version=event.stream_version,
-            event_type=event.event_type,
-            schema_version=event.schema_version,
-            payload_json=canonical_json(event.payload),
-            metadata_json=canonical_json(event.metadata),
-            recorded_at=event.recorded_at,
-            idempotency_key=event.idempotency_key,
-        ),
+    return chain_hash(event.prev_hash, canonical_of(event))
+
+
+def canonical_of(event: RecordedEvent) -> str:
+    """The canonical JSON the event's chain hash was computed over."""
+    return canonical_event(
+        position=event.position,
+        event_id=event.event_id,
+        tenant_id=event.tenant_id,
+        project_id=event.project_id,
+        stream_id=event.stream_id,
+        stream_version=event.stream_version,
+        event_type=event.event_type,
+        schema_version=event.schema_version,
+        payload_json=canonical_json(event.payload),
+        metadata_json=canonical_json(event.metadata),
+        recorded_at=event.recorded_at,
+        idempotency_key=event.idempotency_key,
     )
 
 
@@ -64,8 +71,14 @@ async def verify_tenant(pool: asyncpg.Pool, tenant_id: str, *, batch: int = 5000
     An edited event no longer matches its own hash; a removed event breaks its successor's
     ``prev_hash`` link; removed events at the end, or a changed ``kg_chain_heads`` row, disagree
     with the recorded chain head (:func:`head_problem` says which value differs).
+    The same walk recomputes the tenant's Merkle tree from the events and compares every stored
+    node with it (and, on the live log, the append function's frontier; under ``--as-of`` the
+    frontier is today's, so it is left out).
     """
     count, prev, signed_zero = 0, GENESIS_HASH, 0
+    compact = CompactRange()
+    computed: dict[Node, bytes] = {}
+    positions = array("q")
     async with tenant_transaction(pool, tenant_id, isolation="repeatable_read") as conn:
         head = await conn.fetchrow(
             "SELECT position, hash FROM kg_chain_heads WHERE tenant_id = $1", tenant_id
@@ -88,25 +101,81 @@ async def verify_tenant(pool: asyncpg.Pool, tenant_id: str, *, batch: int = 5000
                     "removed, inserted or had its hash changed",
                 )
             if recompute_hash(event) != event.hash:
-                if hashed_with_signed_zeros(event):
-                    signed_zero += 1
-                    prev, last_position, count = event.hash, event.position, count + 1
-                    continue
-                return VerifyReport(
-                    tenant_id,
-                    count,
-                    event.position,
-                    "its content does not match its hash: the event was edited after it was "
-                    "written",
-                )
+                if not hashed_with_signed_zeros(event):
+                    return VerifyReport(
+                        tenant_id,
+                        count,
+                        event.position,
+                        "its content does not match its hash: the event was edited after it "
+                        "was written",
+                    )
+                signed_zero += 1
             if head is not None and event.position == head["position"]:
                 hash_at_head = event.hash
             prev, last_position, count = event.hash, event.position, count + 1
+            _grow(compact, computed, positions, event)
         recorded = None if head is None else (int(head["position"]), str(head["hash"]))
         problem = head_problem(recorded, (last_position, prev), count, hash_at_head)
         if problem is not None:
             return VerifyReport(tenant_id, count, None, problem)
-    return VerifyReport(tenant_id, count, signed_zero_events=signed_zero)
+        tree_problem = await _tree_problem(conn, tenant_id, compact, computed, positions)
+        if tree_problem is not None:
+            return VerifyReport(tenant_id, count, tree_problem[0], tree_problem[1])
+    return VerifyReport(
+        tenant_id, count, signed_zero_events=signed_zero, tree_root=compact.root().hex()
+    )
+
+
+def _grow(
+    compact: CompactRange, computed: dict[Node, bytes], positions: array[int], event: RecordedEvent
+) -> None:
+    positions.append(event.position)
+    for level, index, digest in compact.append(leaf_hash(bytes.fromhex(event.hash))):
+        if level >= tree.STORED_FROM:
+            computed[(level, index)] = digest
+
+
+async def _tree_problem(
+    conn: asyncpg.Connection,
+    tenant_id: str,
+    compact: CompactRange,
+    computed: dict[Node, bytes],
+    positions: array[int],
+) -> tuple[int | None, str] | None:
+    """Where the stored tree disagrees with the tree of the events, or None."""
+    stored = {
+        (int(r["level"]), int(r["idx"])): bytes(r["hash"])
+        for r in await conn.fetch(
+            "SELECT level, idx, hash FROM kg_merkle_nodes WHERE tenant_id = $1", tenant_id
+        )
+    }
+    for node in sorted(set(stored) | set(computed), key=lambda n: (n[1] << n[0], -n[0])):
+        if stored.get(node) != computed.get(node):
+            level, index = node
+            first = index << level
+            where = positions[first] if first < len(positions) else None
+            what = (
+                "is missing"
+                if node not in stored
+                else ("should not exist" if node not in computed else "differs")
+            )
+            return where, (
+                f"the stored Merkle tree {what} at level {level}, index {index} (leaves from "
+                f"{first}): the tree was altered, or events were changed and the tree rebuilt "
+                "around them; a held checkpoint tells which (kg audit verify --checkpoint)"
+            )
+    live = await conn.fetchval("SELECT to_regclass('kg_replay_info') IS NULL")
+    if live:
+        try:
+            front = await tree.frontier(conn, tenant_id)
+        except IntegrityError as exc:
+            return None, f"{exc}: the frontier was altered"
+        if (front.size, front.root()) != (compact.size, compact.root()):
+            return None, (
+                f"the Merkle frontier records {front.size} leaves and another root than the "
+                f"{compact.size} events give: the frontier was altered"
+            )
+    return None
 
 
 def _short(digest: str) -> str:

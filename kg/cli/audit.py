@@ -32,10 +32,27 @@ def verify(
         help="Also compare a digest of every projection with a fresh replay of the log into a "
         "scratch schema at the same position.",
     ),
+    checkpoints: list[Path] = typer.Option(
+        None,
+        "--checkpoint",
+        metavar="FILE",
+        help="A signed checkpoint held outside the database (repeatable): prove that today's "
+        "log extends it, or name where it was rewritten.",
+    ),
+    trusted_key: str = typer.Option(
+        None,
+        "--trusted-key",
+        metavar="KEY|FILE",
+        help="Require the checkpoints to be signed by this verifier key (or the .pub file).",
+    ),
 ) -> None:
-    """Walk this tenant's hash chain and the global positions; exit 1 at the first break."""
+    """Walk this tenant's hash chain and Merkle tree and the global positions; with
+    --checkpoint, check held checkpoints too. Exit 1 at the first break."""
 
     async def go() -> bool:
+        from kg.audit.evidence import load_checkpoints
+
+        held = load_checkpoints(list(checkpoints or []), _trusted(trusted_key))
         async with open_runtime() as rt:
             _note_as_of(rt)
             if projections:
@@ -45,13 +62,25 @@ def verify(
             report = await verify_tenant(rt.app_pool, rt.scope.tenant_id)
             gaps = await find_position_gaps(rt.system_pool)
             (console if report.ok else err_console).print(str(report))
+            if report.tree_root:
+                console.print(
+                    f"Merkle tree: {report.events} leaves, root {report.tree_root}", markup=False
+                )
+            held_ok = True
+            if held:
+                from kg.audit.evidence import check_checkpoint
+
+                for cp in held:
+                    result = await check_checkpoint(rt.app_pool, rt.scope.tenant_id, cp)
+                    (console if result.ok else err_console).print(str(result), markup=False)
+                    held_ok = held_ok and result.ok
             if gaps:
                 err_console.print(
                     "BROKEN: the global log is missing position(s) "
                     + ", ".join(map(str, gaps))
                     + ": events were removed"
                 )
-            ok = report.ok and not gaps
+            ok = report.ok and not gaps and held_ok
             if projections:
                 from kg.audit.projections_check import verify_projections
 
@@ -173,3 +202,149 @@ def context(context_graph_id: str = typer.Argument(..., help="A logged context g
 
     if not run(go):
         raise typer.Exit(1)
+
+
+def _trusted(key: str | None) -> str | None:
+    if key and Path(key).is_file():
+        return Path(key).read_text(encoding="utf-8").strip()
+    return key
+
+
+def _default_key() -> Path:
+    from kg.config import Settings
+
+    return Settings.from_env().state_dir / "audit.key"
+
+
+@audit_app.command("keygen")
+def keygen(
+    output: Path = typer.Option(
+        None, "--output", "-o", help="Private key file (default: <project>/.kg/audit.key)."
+    ),
+    name: str = typer.Option("kg-audit", "--name", help="The key's name in signatures."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing key."),
+) -> None:
+    """Make an Ed25519 key for signing checkpoints: FILE (private, mode 0600) and FILE.pub
+    (the verifier key a reviewer keeps to check signatures)."""
+    from kg.audit.checkpoint import generate_key
+    from kg.errors import KgError
+
+    path = output or _default_key()
+    if path.exists() and not force:
+        fail(f"{path} exists: pass --force to replace it (checkpoints it signed stay valid)")
+    try:
+        key = generate_key(name)
+    except KgError as exc:
+        fail(str(exc))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.touch(mode=0o600)
+    path.chmod(0o600)
+    path.write_text(key.encode() + "\n", encoding="utf-8")
+    pub = path.with_name(path.name + ".pub")
+    pub.write_text(key.verifier() + "\n", encoding="utf-8")
+    console.print(f"signing key: {path}\nverifier key: {pub}\n{key.verifier()}", markup=False)
+
+
+@audit_app.command("checkpoint")
+def checkpoint(
+    key: Path = typer.Option(None, "--key", help="Signing key (default: <project>/.kg/audit.key)."),
+    output: Path = typer.Option(None, "--output", "-o", help="Write to FILE, not stdout."),
+    witness_dir: Path = typer.Option(
+        None,
+        "--witness",
+        metavar="DIR",
+        help="Also keep it in DIR (a folder or git repository outside the database), with a "
+        "copy of the tree's leaves that lets verify name a rewritten event.",
+    ),
+) -> None:
+    """Sign a checkpoint of this tenant's Merkle tree (origin, size, root, time)."""
+    from kg.audit.checkpoint import load_signer, write_json
+    from kg.audit.evidence import take_checkpoint, witness
+
+    async def go() -> None:
+        signer = load_signer(key or _default_key())
+        async with open_runtime() as rt:
+            _note_as_of(rt)
+            cp = await take_checkpoint(rt.app_pool, rt.scope.tenant_id, signer)
+            kept = (
+                await witness(rt.app_pool, rt.scope.tenant_id, cp, witness_dir)
+                if witness_dir
+                else None
+            )
+        if output:
+            write_json(output, cp.to_json())
+        else:
+            import json
+
+            sys.stdout.write(json.dumps(cp.to_json(), indent=2, ensure_ascii=False) + "\n")
+        err_console.print(
+            f"checkpoint: tenant {cp.tenant_id}, {cp.size} events, root {cp.root.hex()}"
+            + (f"; kept in {kept}" if kept else ""),
+            markup=False,
+        )
+
+    run(go)
+
+
+@audit_app.command("prove")
+def prove(
+    subject: str = typer.Argument(..., help="decision:ID or an event id."),
+    checkpoint_file: Path = typer.Option(
+        None, "--checkpoint", metavar="FILE", help="Prove against this held checkpoint."
+    ),
+    output: Path = typer.Option(None, "--output", "-o", help="Write to FILE, not stdout."),
+) -> None:
+    """Inclusion proofs for a decision's events (its DecisionRecorded and the context graphs
+    built and used for it) or one event; check offline with
+    `python -m kg.audit.check_proof PROOF CHECKPOINT`."""
+    import json
+
+    from kg.audit.checkpoint import load_checkpoint, write_json
+    from kg.audit.evidence import build_proof
+
+    async def go() -> dict[str, object]:
+        cp = load_checkpoint(checkpoint_file) if checkpoint_file else None
+        async with open_runtime() as rt:
+            _note_as_of(rt)
+            return await build_proof(rt.app_pool, rt.scope, subject, cp)
+
+    proof = run(go)
+    if output:
+        write_json(output, proof)
+    else:
+        sys.stdout.write(json.dumps(proof, indent=2, ensure_ascii=False) + "\n")
+    entries = proof["entries"]
+    assert isinstance(entries, list)
+    err_console.print(
+        f"{len(entries)} events proved in a tree of {proof['tree_size']}"
+        + ("" if checkpoint_file else " (today's: pass --checkpoint FILE to check it offline)"),
+        markup=False,
+    )
+
+
+@audit_app.command("report")
+def report(
+    decision: str = typer.Option(..., "--decision", help="A decision id (decision:ID or ID)."),
+    output: Path = typer.Option(..., "--output", "-o", help="The HTML file to write (- : stdout)."),
+    checkpoints: list[Path] = typer.Option(
+        None, "--checkpoint", metavar="FILE", help="Held checkpoints to check (repeatable)."
+    ),
+) -> None:
+    """One self-contained HTML file for a reviewer: the decision, who/when/why, its lineage
+    diagram, the context graphs it used (denied nodes counted, never named), the verification
+    of the log and the inclusion proofs of its events. Opens with no network."""
+    from kg.audit.checkpoint import load_checkpoint
+    from kg.audit.report import build_report
+
+    async def go() -> str:
+        held = [load_checkpoint(p) for p in checkpoints or []]
+        async with open_runtime() as rt:
+            _note_as_of(rt)
+            return await build_report(rt, decision, held)
+
+    page = run(go)
+    if str(output) == "-":
+        sys.stdout.write(page)
+        return
+    output.write_text(page, encoding="utf-8")
+    err_console.print(f"wrote {output} ({len(page) // 1024} KiB)", markup=False)

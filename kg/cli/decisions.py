@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import TYPE_CHECKING
 
 import typer
 
-from kg.cli.common import console, run
+from kg.cli.common import console, fail, run
 
 if TYPE_CHECKING:
     from rich.tree import Tree
@@ -89,15 +90,24 @@ def lineage(
     direction: str = typer.Option("upstream", help="upstream, downstream or both."),
     depth: int = typer.Option(3, help="How far to walk."),
     as_json: bool = typer.Option(False, "--json", help="Print the DAG as JSON."),
+    fmt: str = typer.Option(
+        "tree", "--format", help="tree, json or mermaid (a flowchart for a pull request)."
+    ),
 ) -> None:
     """What a decision was based on (upstream) and what it informed (downstream)."""
+    if fmt not in ("tree", "json", "mermaid"):
+        fail(f"--format {fmt!r} is unknown: use tree, json or mermaid")
     from kg.lineage import trace_decision_lineage
     from kg.runtime import open_runtime
 
     async def go() -> None:
         async with open_runtime() as rt:
             result = await trace_decision_lineage(rt, decision, direction, depth)
-        if as_json:
+        if fmt == "mermaid":
+            from kg.audit.mermaid import lineage_mermaid
+
+            sys.stdout.write(lineage_mermaid(result))
+        elif as_json or fmt == "json":
             console.print_json(json.dumps(result.to_dict()))
         else:
             console.print(_tree(result))

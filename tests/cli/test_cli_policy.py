@@ -38,7 +38,11 @@ READS_THE_GRAPH: dict[str, list[tuple[str, ...]]] = {
         ("context", "node", "document:card-data"),
     ],
     "decision record": [("decision", "record", "use the vault", "--ref", "component:vault")],
-    "lineage": [("lineage", "decision:1", "--direction", "both")],
+    "lineage": [
+        ("lineage", "decision:1", "--direction", "both"),
+        ("lineage", "decision:1", "--direction", "both", "--format", "mermaid"),
+    ],
+    "audit report": [("audit", "report", "--decision", "decision:1", "-o", "-")],
 }
 
 # Commands that print no node names or content, and why.
@@ -50,6 +54,9 @@ NO_GRAPH_CONTENT = {
     # The reviewer's export of the log as recorded (system role); it is not a graph read and
     # policies govern what agents are given, not what the audit trail holds.
     "audit trail",
+    # Keys and checkpoints hold hashes only; a proof carries the proved events as recorded,
+    # like the trail.
+    "audit keygen", "audit checkpoint", "audit prove",
 }  # fmt: skip
 
 

@@ -1,0 +1,225 @@
+"""The Merkle tree's costs: append throughput with the tree maintained vs. without, and at
+1,000,000 events the inclusion proof (size, time) and the consistency check of a checkpoint.
+
+Before/after in one session and one database: the append function is swapped between migration
+0012's (extends the tree) and 0009's (does not) with ``CREATE OR REPLACE`` as the superuser,
+and the two alternate run by run (A B A B ...), so load from other jobs on the machine hits both
+alike. The 1M-event log is written in bulk (COPY as the superuser, real chain hashes, the
+append-only trigger untouched: it only refuses UPDATE/DELETE/TRUNCATE), and its tree built by
+``kg_merkle_rebuild``, the migration's backfill, in chunks of 50,000.
+
+Run: python bench/bench_merkle.py [--runs 5] [--events 1000000] (``--runs 0``: proofs only,
+``--events 0``: throughput only)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import io
+import json
+import sys
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's kg
+
+from common import fresh_database, machine, median, percentile, timed
+
+from kg.audit import tree
+from kg.audit.merkle import verify_consistency, verify_inclusion
+from kg.config import Scope
+from kg.db.connect import create_pool
+from kg.db.tenancy import tenant_transaction
+from kg.events import EventStore, NodeAsserted
+from kg.events.hashing import GENESIS_HASH, canonical_event, chain_hash
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location(
+    "m0012", ROOT / "migrations" / "versions" / "0012_merkle_tree.py"
+)
+assert _spec and _spec.loader
+m0012 = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(m0012)
+
+
+def batch(size: int, tag: str) -> list[NodeAsserted]:
+    return [
+        NodeAsserted(
+            node_id=f"section:docs/{tag}/{i}.md#intro",
+            node_type="Section",
+            name=f"Section {i}",
+            content="A paragraph of specification text, about two hundred characters long, "
+            "describing what the component does and which decision it follows. ",
+            properties={"line": i, "level": 2},
+        )
+        for i in range(size)
+    ]
+
+
+async def append_rate(store: EventStore, writers: int, batch_size: int, total: int) -> float:
+    per_writer = total // writers
+
+    async def write(w: int) -> None:
+        scope = Scope(f"tenant{w % 4}", "p")
+        events = batch(batch_size, f"w{w}")
+        for _ in range(per_writer // batch_size):
+            await store.append(scope, f"stream-{w}-{uuid.uuid4().hex[:6]}", events)
+
+    seconds = await timed(lambda: asyncio.gather(*(write(w) for w in range(writers))))
+    return total / seconds
+
+
+async def set_tree(system: object, on: bool) -> None:
+    schema = await system.fetchval("SELECT current_schema()")  # type: ignore[attr-defined]
+    body = m0012._APPEND_WITH_TREE if on else m0012._APPEND_WITHOUT_TREE
+    await system.execute(m0012._append(str(schema), body))  # type: ignore[attr-defined]
+
+
+async def throughput(store: EventStore, system: object, runs: int) -> list[str]:
+    cases = [
+        ("1 writer, 1 event per append", 1, 1, 2_000),
+        ("1 writer, batches of 10", 1, 10, 10_000),
+        ("1 writer, batches of 100", 1, 100, 20_000),
+        ("1 writer, batches of 1,000", 1, 1000, 50_000),
+        ("8 writers, batches of 10", 8, 10, 8_000),
+        ("8 writers, batches of 100", 8, 100, 40_000),
+    ]
+    lines = [
+        "| append case | without tree, events/s | with tree, events/s | change | runs (without / with) |",
+        "| --- | ---: | ---: | ---: | --- |",
+    ]
+    for name, writers, size, total in cases:
+        without: list[float] = []
+        with_tree: list[float] = []
+        for _ in range(runs):
+            for on, out in ((False, without), (True, with_tree)):
+                await set_tree(system, on)
+                out.append(await append_rate(store, writers, size, total))
+        a, b = median(without), median(with_tree)
+        lines.append(
+            f"| {name} | {a:,.0f} | {b:,.0f} | {100 * (b - a) / a:+.1f}% | "
+            f"{', '.join(f'{r:,.0f}' for r in without)} / "
+            f"{', '.join(f'{r:,.0f}' for r in with_tree)} |"
+        )
+    await set_tree(system, True)
+    return lines
+
+
+async def bulk_log(system: object, tenant: str, n: int) -> float:
+    """``n`` events of ``tenant`` by COPY, with real chain hashes, then the tree by rebuild."""
+    head = int(await system.fetchval("SELECT position FROM kg_log_head"))  # type: ignore[attr-defined]
+    recorded = datetime.now(UTC)
+    payload = '{"name":"Bulk","node_id":"document:bulk","node_type":"Document"}'
+    chunk = 100_000
+    prev = GENESIS_HASH
+    started = time.perf_counter()
+    for start in range(0, n, chunk):
+        buf = io.StringIO()
+        for k in range(start, min(n, start + chunk)):
+            position = head + k + 1
+            event_id = str(uuid.UUID(int=k + 1))
+            canonical = canonical_event(
+                position=position, event_id=event_id, tenant_id=tenant, project_id="p",
+                stream_id=f"bulk-{k // 1000}", stream_version=k % 1000 + 1,
+                event_type="NodeAsserted", schema_version=1, payload_json=payload,
+                metadata_json="{}", recorded_at=recorded, idempotency_key=None,
+            )  # fmt: skip
+            digest = chain_hash(prev, canonical)
+            buf.write(
+                f"{position}\t{event_id}\t{tenant}\tp\tbulk-{k // 1000}\t{k % 1000 + 1}\t"
+                f"NodeAsserted\t1\t{payload}\t{{}}\t{recorded.isoformat()}\t\\N\t{prev}\t"
+                f"{digest}\n"
+            )
+            prev = digest
+        buf.seek(0)
+        await system.copy_to_table(  # type: ignore[attr-defined]
+            "kg_events",
+            source=io.BytesIO(buf.getvalue().encode()),
+            columns=["position", "event_id", "tenant_id", "project_id", "stream_id",
+                     "stream_version", "event_type", "schema_version", "payload", "metadata",
+                     "recorded_at", "idempotency_key", "prev_hash", "hash"],
+        )  # fmt: skip
+    await system.execute(  # type: ignore[attr-defined]
+        "UPDATE kg_log_head SET position = $1 WHERE id = 1", head + n
+    )
+    await system.execute(  # type: ignore[attr-defined]
+        "INSERT INTO kg_chain_heads VALUES ($1, $2, $3)", tenant, head + n, prev
+    )
+    copied = time.perf_counter() - started
+    started = time.perf_counter()
+    await system.execute("SELECT kg_merkle_rebuild($1)", tenant)  # type: ignore[attr-defined]
+    await system.execute("VACUUM ANALYZE kg_merkle_nodes")  # type: ignore[attr-defined]
+    built = time.perf_counter() - started
+    print(f"bulk log: {n:,} events copied in {copied:.0f} s, tree built in {built:.0f} s")
+    return built
+
+
+async def proofs(app: object, tenant: str, n: int, samples: int) -> list[str]:
+    import random
+
+    rng = random.Random(16)
+    inclusion_ms: list[float] = []
+    sizes: list[int] = []
+    consistency_ms: list[float] = []
+    async with tenant_transaction(app, tenant) as conn:  # type: ignore[arg-type]
+        head = await tree.current_head(conn, tenant)
+        assert head.size == n
+        for _ in range(samples):
+            index = rng.randrange(n)
+            t0 = time.perf_counter()
+            block = await tree.block_leaves(conn, tenant, index // tree.BLOCK)
+            leaf = block[index % tree.BLOCK]
+            proof = await tree.inclusion_proof(conn, tenant, index, n)
+            verify_inclusion(index, n, leaf.hash, proof, head.root)
+            inclusion_ms.append((time.perf_counter() - t0) * 1000)
+            sizes.append(len(json.dumps({"leaf_index": index, "tree_size": n,
+                                         "path": [p.hex() for p in proof]})))  # fmt: skip
+            old = rng.randrange(1, n)
+            t0 = time.perf_counter()
+            old_head = await tree.head_at(conn, tenant, old)  # stands for a held checkpoint
+            cproof = await tree.consistency_proof(conn, tenant, old, n)
+            verify_consistency(old, n, old_head.root, head.root, cproof)
+            consistency_ms.append((time.perf_counter() - t0) * 1000)
+    return [
+        f"| inclusion proof at {n:,} leaves: fetch + verify, ms | {median(inclusion_ms):.2f} "
+        f"| {percentile(inclusion_ms, 95):.2f} | {max(inclusion_ms):.2f} |",
+        f"| inclusion proof, JSON bytes (index, size, hex path of {len(proof)} hashes) "
+        f"| {median(sizes):,.0f} | {percentile(sizes, 95):,.0f} | {max(sizes):,} |",
+        f"| consistency: old root + proof fetch + verify, ms | {median(consistency_ms):.2f} "
+        f"| {percentile(consistency_ms, 95):.2f} | {max(consistency_ms):.2f} |",
+    ]
+
+
+async def main(runs: int, events: int, samples: int) -> None:
+    url = fresh_database()
+    app = await create_pool(url, app_role=True, max_size=10)
+    system = await create_pool(url, app_role=False, max_size=10)
+    store = EventStore(app)
+    lines = await throughput(store, system, runs) if runs else []
+    print("\n".join(lines), flush=True)
+    print(f"Machine: {machine()}; {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; median of {runs} runs\n")
+    print("\n".join(lines))
+    if not events:
+        return
+    built = await bulk_log(system, "big", events)
+    proof_lines = await proofs(app, "big", events, samples)
+    await app.close()
+    await system.close()
+    print(f"\nTree of {events:,} events built from the log (kg_merkle_rebuild): {built:.0f} s\n")
+    print(f"| at {events:,} events ({samples} random samples) | median | p95 | max |")
+    print("| --- | ---: | ---: | ---: |")
+    print("\n".join(proof_lines))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--samples", type=int, default=200)
+    a = parser.parse_args()
+    asyncio.run(main(a.runs, a.events, a.samples))
