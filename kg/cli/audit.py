@@ -57,41 +57,12 @@ def verify(
             _note_as_of(rt)
             if projections:
                 _live_only(rt, "compare projections (that checks the live ones)")
-            from kg.audit.verify import find_position_gaps, verify_tenant
+            from kg.audit.verdict import audit
 
-            report = await verify_tenant(rt.app_pool, rt.scope.tenant_id)
-            gaps = await find_position_gaps(rt.system_pool)
-            (console if report.ok else err_console).print(str(report))
-            if report.tree_root:
-                console.print(
-                    f"Merkle tree: {report.events} leaves, root {report.tree_root}", markup=False
-                )
-            held_ok = True
-            if held:
-                from kg.audit.evidence import check_checkpoint
-
-                for cp in held:
-                    result = await check_checkpoint(rt.app_pool, rt.scope.tenant_id, cp)
-                    (console if result.ok else err_console).print(str(result), markup=False)
-                    held_ok = held_ok and result.ok
-            if gaps:
-                err_console.print(
-                    "BROKEN: the global log is missing position(s) "
-                    + ", ".join(map(str, gaps))
-                    + ": events were removed"
-                )
-            ok = report.ok and not gaps and held_ok
-            if projections:
-                from kg.audit.projections_check import verify_projections
-
-                await rt.catch_up()
-                checks = await verify_projections(
-                    rt.system_pool, rt.url, rt.embedder, rt.scope.tenant_id
-                )
-                for check in checks:
-                    (console if check.ok else err_console).print(str(check), markup=False)
-                    ok = ok and check.ok
-        return ok
+            verdict = await audit(rt, held=held, projections=projections)
+        for ok, line in verdict.lines():
+            (console if ok else err_console).print(line, markup=False)
+        return verdict.ok
 
     if not run(go):
         raise typer.Exit(1)
