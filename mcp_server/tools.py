@@ -20,6 +20,19 @@ from pydantic import BaseModel, Field
 
 from kg import decisions, graph_queries, lineage
 from kg.context import service
+from kg.context.request import (
+    DEFAULT_MAX_CONTENT_CHARS,
+    DEFAULT_MAX_DEPTH,
+    DEFAULT_MAX_NODES,
+    Anchors,
+    MaxContentChars,
+    MaxDepth,
+    MaxEdges,
+    MaxNodes,
+    SemanticK,
+    TokenBudget,
+    default_mode,
+)
 from kg.context.result import ContextGraph
 from kg.validation import IdStr, LongStr, PathStr, QueryStr, ShortStr, TypeStr, UsageStr
 from mcp_server.models import (
@@ -72,8 +85,7 @@ def _summary(graph: ContextGraph) -> str:
 async def build_context_graph(
     ctx: KgContext,
     anchors: Annotated[
-        NodeIds,
-        Field(max_length=100, description="Node ids to start from, e.g. 'component:checkout'"),
+        Anchors, Field(description="Node ids to start from, e.g. 'component:checkout'")
     ] = (),
     task: Annotated[
         QueryStr | None, Field(description="What you are doing, in a sentence or two")
@@ -86,42 +98,33 @@ async def build_context_graph(
             "task and what they allow. Default: anchor if anchors are given, else semantic."
         ),
     ] = None,
-    max_nodes: Annotated[int, Field(ge=1, le=1000, description="Node budget")] = 128,
-    max_depth: Annotated[int, Field(ge=0, le=5, description="Hops from the anchors")] = 2,
+    max_nodes: Annotated[MaxNodes, Field(description="Node budget")] = DEFAULT_MAX_NODES,
+    max_depth: Annotated[MaxDepth, Field(description="Hops from the anchors")] = DEFAULT_MAX_DEPTH,
     max_edges: Annotated[
-        int | None,
-        Field(
-            ge=0, le=10_000, description="Edge budget (default 2 x max_nodes); reach edges first"
-        ),
+        MaxEdges, Field(description="Edge budget (default 2 x max_nodes); reach edges first")
     ] = None,
     token_budget: Annotated[
-        int | None,
+        TokenBudget,
         Field(
-            ge=1,
-            le=1_000_000,
             description="Tokens the rendering and the structured nodes/edges may each take "
             "(default: the project's KG_TOKEN_BUDGET, else 800). Raise it for a wider build",
         ),
     ] = None,
     max_content_chars: Annotated[
-        int,
+        MaxContentChars,
         Field(
-            ge=0,
-            le=100_000,
             description="Most characters of one node's content; within the token budget a "
             "long node shows the passages matching the task (get_node has the full text)",
         ),
-    ] = 4000,
+    ] = DEFAULT_MAX_CONTENT_CHARS,
     node_types: Annotated[NodeIds, Field(description="Only expand to these node types")] = (),
     edge_types: Annotated[NodeIds, Field(description="Only follow these edge types")] = (),
     policies: Annotated[
         NodeIds, Field(description="Extra policy ids applied to every node of this build")
     ] = (),
     semantic_k: Annotated[
-        int | None,
+        SemanticK,
         Field(
-            ge=1,
-            le=50,
             description="Semantic matches used as anchors (default: token_budget / 100, "
             "between 8 and 24)",
         ),
@@ -145,7 +148,7 @@ async def build_context_graph(
     to record_context_usage and record_decision."""
     rt = runtime_of(ctx)
     request = service.parse_request(
-        anchors=anchors, task=task, mode=mode or ("anchor" if anchors else "semantic"),
+        anchors=anchors, task=task, mode=mode or default_mode(anchors),
         max_nodes=max_nodes, max_depth=max_depth, max_edges=max_edges,
         token_budget=token_budget or rt.settings.token_budget,
         max_content_chars=max_content_chars,

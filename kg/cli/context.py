@@ -8,6 +8,12 @@ from typing import TYPE_CHECKING
 import typer
 
 from kg.cli.common import console, err_console, run
+from kg.context.request import (
+    DEFAULT_MAX_CONTENT_CHARS,
+    DEFAULT_MAX_DEPTH,
+    DEFAULT_MAX_NODES,
+    default_mode,
+)
 
 if TYPE_CHECKING:
     from kg.context.request import ContextRequest
@@ -19,12 +25,15 @@ context_app = typer.Typer(help="Build and use context graphs.", no_args_is_help=
 def build(
     anchor: list[str] = typer.Option(None, "--anchor", "-a", help="Anchor node id (repeatable)."),
     task: str = typer.Option(None, "--task", "-t", help="Task text (semantic, policy_first)."),
-    mode: str = typer.Option("anchor", help="anchor, semantic or policy_first."),
-    max_nodes: int = typer.Option(128, help="Node budget."),
-    max_depth: int = typer.Option(2, help="Hops from the anchors."),
+    mode: str = typer.Option(
+        None, help="anchor, semantic or policy_first (default: anchor with anchors, else semantic)."
+    ),
+    max_nodes: int = typer.Option(DEFAULT_MAX_NODES, help="Node budget."),
+    max_depth: int = typer.Option(DEFAULT_MAX_DEPTH, help="Hops from the anchors."),
     max_edges: int = typer.Option(None, help="Edge budget (default: 2 x max nodes)."),
     max_content_chars: int = typer.Option(
-        4000, help="Most characters of one node's content (long nodes show matching passages)."
+        DEFAULT_MAX_CONTENT_CHARS,
+        help="Most characters of one node's content (long nodes show matching passages).",
     ),
     token_budget: int = typer.Option(
         None,
@@ -49,7 +58,7 @@ def build(
     request = run_parse(
         anchors=anchor or None,
         task=task,
-        mode=mode,
+        mode=mode or default_mode(anchor),
         max_nodes=max_nodes,
         max_depth=max_depth,
         max_edges=max_edges,

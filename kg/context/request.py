@@ -18,30 +18,41 @@ DEFAULT_TOKEN_BUDGET = 800
 DEFAULT_K = 8
 MAX_DEFAULT_K = 24
 
+# Bounds and defaults of a build, declared once: the request validates with them, the MCP
+# tool's signature and the CLI's options reuse them.
+DEFAULT_MAX_NODES = 128
+DEFAULT_MAX_DEPTH = 2
+DEFAULT_MAX_CONTENT_CHARS = 4000
+Anchors = Annotated[Ids, Field(max_length=100)]
+MaxNodes = Annotated[int, Field(ge=1, le=1000)]
+MaxDepth = Annotated[int, Field(ge=0, le=5)]
+MaxEdges = Annotated[int | None, Field(ge=0, le=10_000)]
+TokenBudget = Annotated[int | None, Field(ge=1, le=1_000_000)]
+MaxContentChars = Annotated[int, Field(ge=0, le=100_000)]
+SemanticK = Annotated[int | None, Field(ge=1, le=50)]
+
+
+def default_mode(anchors: object) -> Mode:
+    """The mode when none is asked for: the anchors' neighbourhood if any are given, else the
+    nodes matching the task (CLI and MCP tool alike)."""
+    return "anchor" if anchors else "semantic"
+
 
 class ContextRequest(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    anchors: Annotated[Ids, Field(max_length=100)] = Field(
-        default=(), description="Node ids to start from"
-    )
+    anchors: Anchors = Field(default=(), description="Node ids to start from")
     task: QueryStr | None = Field(default=None, description="What the agent is doing")
     mode: Mode = "anchor"
-    max_nodes: int = Field(default=128, ge=1, le=1000)
-    max_depth: int = Field(default=2, ge=0, le=5)
-    max_edges: int | None = Field(
-        default=None, ge=0, le=10_000, description="Edge budget (default: 2 x max_nodes)"
-    )
-    token_budget: int | None = Field(
+    max_nodes: MaxNodes = DEFAULT_MAX_NODES
+    max_depth: MaxDepth = DEFAULT_MAX_DEPTH
+    max_edges: MaxEdges = Field(default=None, description="Edge budget (default: 2 x max_nodes)")
+    token_budget: TokenBudget = Field(
         default=DEFAULT_TOKEN_BUDGET,
-        ge=1,
-        le=1_000_000,
         description="Tokens the rendering and the structured nodes and edges may each take",
     )
-    max_content_chars: int = Field(
-        default=4000,
-        ge=0,
-        le=100_000,
+    max_content_chars: MaxContentChars = Field(
+        default=DEFAULT_MAX_CONTENT_CHARS,
         description="Characters of each node's content in the result; longer content is cut",
     )
     node_types: Ids = Field(default=(), description="Only expand to these types")
@@ -54,10 +65,8 @@ class ContextRequest(BaseModel):
         description="Show superseded or deprecated nodes as such (no content, below their "
         "successor); false leaves them out",
     )
-    semantic_k: int | None = Field(
+    semantic_k: SemanticK = Field(
         default=None,
-        ge=1,
-        le=50,
         description="Semantic matches used as anchors (default: token_budget / 100, "
         "between 8 and 24)",
     )

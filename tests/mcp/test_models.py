@@ -156,3 +156,23 @@ async def test_published_limits_are_the_applications_own(shop: Runtime) -> None:
         for inside in (low, high):
             with contextlib.suppress(NotFoundError):  # lineage: in range, no such decision
                 await run(inside)
+
+
+def _bounds(schema: dict[str, Any]) -> tuple[object, object, object]:
+    """(minimum, maximum, default) of a property, looking inside ``anyOf`` (optional ints)."""
+    parts = [schema, *schema.get("anyOf", [])]
+    found = {k: p[k] for p in parts for k in ("minimum", "maximum") if k in p}
+    return found.get("minimum"), found.get("maximum"), schema.get("default")
+
+
+async def test_build_context_graph_publishes_the_requests_own_bounds_and_defaults() -> None:
+    """Declared once (kg.context.request): the tool's schema cannot drift from the request's."""
+    from kg.context.request import ContextRequest, default_mode
+
+    tools = {t.name: t.input_schema["properties"] for t in await create_server().list_tools()}
+    published = tools["build_context_graph"]
+    request = ContextRequest.model_json_schema()["properties"]
+    for name in ("max_nodes", "max_depth", "max_edges", "max_content_chars", "semantic_k"):
+        assert _bounds(published[name]) == _bounds(request[name]), name
+    assert _bounds(published["max_nodes"])[1] == 1000
+    assert default_mode(()) == "semantic" and default_mode(("a:b",)) == "anchor"
