@@ -16,6 +16,7 @@ from kg.db.tenancy import tenant_transaction
 from kg.embeddings.cache import query_vector
 from kg.errors import NotFoundError, PolicyDeniedError, ValidationError
 from kg.policies.evaluate import Governance
+from kg.policies.model import REDACTED_NAME
 from kg.projections.graph_reader import EdgeRow, GraphReader, NodeRow
 from kg.ranking import copy_of, prior
 from kg.runtime import Runtime
@@ -42,7 +43,7 @@ def node_view(row: NodeRow, redacted: bool, *, content_chars: int = 500) -> dict
         return {
             "node_id": row.node_id,
             "node_type": row.node_type,
-            "name": "[redacted]",
+            "name": REDACTED_NAME,
             "redacted": True,
         }
     content = (

@@ -213,7 +213,7 @@ class _Tracer:
                 LineageStep(
                     node_id,
                     "node",
-                    "[redacted]" if verdict.redacted else row.name,
+                    verdict.shown_name(row.name),
                     last[node_id],
                     _iso(e.recorded_at) if e else None,
                     e.meta.actor if e else None,

@@ -17,6 +17,7 @@ from kg.breadcrumbs import breadcrumb
 from kg.context.passages import excerpt
 from kg.context.render import edge_line, estimate_tokens, node_line
 from kg.context.result import ContextEdge, ContextNode, edge_dict, node_dict
+from kg.policies.model import REDACTED_NAME
 from kg.projections.graph_reader import NodeRow
 
 # Tokens kept for the rendering's section titles and hint line, beyond its first line.
@@ -55,7 +56,7 @@ def shown_node(
     read). Superseded: where it sits and what replaces it, no content."""
     if redacted:
         return ContextNode(
-            row.node_id, row.node_type, "[redacted]", "", {}, (), round(score, 6), reason, hop,
+            row.node_id, row.node_type, REDACTED_NAME, "", {}, (), round(score, 6), reason, hop,
             redacted=True,
         )  # fmt: skip
     crumb = breadcrumb(row.node_id, row.name, row.properties)

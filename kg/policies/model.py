@@ -16,7 +16,12 @@ from dataclasses import dataclass, field
 # evaluation alone.
 from kg.events.policy import EFFECTS, Effect, PolicyRule
 
-__all__ = ["EFFECTS", "Effect", "NodeVerdict", "Policy", "PolicyRule"]
+__all__ = ["EFFECTS", "REDACTED_NAME", "Effect", "NodeVerdict", "Policy", "PolicyRule"]
+
+#: What a redacted node shows instead of its name. The redaction shape is decided here, once:
+#: a redacted node keeps its id and type and this name; no content, properties or labels, in
+#: a context graph, a graph query, a lineage step or a rendering alike.
+REDACTED_NAME = "[redacted]"
 
 
 @dataclass(frozen=True)
@@ -53,3 +58,7 @@ class NodeVerdict:
     @property
     def redacted(self) -> bool:
         return bool(self.redacted_by) and not self.denied
+
+    def shown_name(self, name: str) -> str:
+        """The node's name as the caller may see it."""
+        return REDACTED_NAME if self.redacted else name
