@@ -22,6 +22,7 @@ from kg.audit.checkpoint import (
     sign_checkpoint,
     write_json,
 )
+from kg.audit.legacy import canonical_of
 from kg.audit.merkle import (
     CompactRange,
     ProofError,
@@ -29,7 +30,6 @@ from kg.audit.merkle import (
     root_from_leaves,
     verify_consistency,
 )
-from kg.audit.verify import canonical_of
 from kg.config import Scope
 from kg.db.tenancy import tenant_transaction
 from kg.errors import EvidenceError, NotFoundError, ValidationError

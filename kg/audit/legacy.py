@@ -1,4 +1,5 @@
-"""Events written before canonical JSON dropped the sign of zero (migration 0009's release).
+"""What a stored event's hash covers (:func:`canonical_of`), and events written before
+canonical JSON dropped the sign of zero (migration 0009's release).
 
 Until then an append hashed ``-0.0`` as ``-0.0``, while jsonb keeps no sign on zero and gives
 ``0.0`` back, so such an event could never verify again. The sign is lost from storage, so the
@@ -9,11 +10,17 @@ zeros is not a weaker check, only the old serialisation. Bounded to a few zeros 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from kg.events.envelope import RecordedEvent
-from kg.events.hashing import canonical_event, chain_hash, standard_canonical_json
+from kg.events.hashing import (
+    canonical_event,
+    canonical_json,
+    chain_hash,
+    standard_canonical_json,
+)
 
 MAX_ZEROS = 10
 
@@ -54,24 +61,34 @@ def negative_zero_variants(document: dict[str, Any]) -> Iterator[dict[str, Any]]
             yield _with_signs(document, paths, negative)
 
 
+def canonical_of(event: RecordedEvent, dump: Callable[[Any], str] = canonical_json) -> str:
+    """The canonical JSON the event's chain hash was computed over (``dump`` serialises the
+    payload and metadata: the canonical form, or an earlier kg's)."""
+    return canonical_event(
+        position=event.position,
+        event_id=event.event_id,
+        tenant_id=event.tenant_id,
+        project_id=event.project_id,
+        stream_id=event.stream_id,
+        stream_version=event.stream_version,
+        event_type=event.event_type,
+        schema_version=event.schema_version,
+        payload_json=dump(event.payload),
+        metadata_json=dump(event.metadata),
+        recorded_at=event.recorded_at,
+        idempotency_key=event.idempotency_key,
+    )
+
+
+def _signed_zero_json(value: Any) -> str:
+    return standard_canonical_json(value, signed_zero=True)
+
+
 def hashed_with_signed_zeros(event: RecordedEvent) -> bool:
     """Whether ``event`` matches its hash once some of its zeros are given back their sign."""
     document = {"payload": event.payload, "metadata": event.metadata}
     for variant in negative_zero_variants(document):
-        canonical = canonical_event(
-            position=event.position,
-            event_id=event.event_id,
-            tenant_id=event.tenant_id,
-            project_id=event.project_id,
-            stream_id=event.stream_id,
-            stream_version=event.stream_version,
-            event_type=event.event_type,
-            schema_version=event.schema_version,
-            payload_json=standard_canonical_json(variant["payload"], signed_zero=True),
-            metadata_json=standard_canonical_json(variant["metadata"], signed_zero=True),
-            recorded_at=event.recorded_at,
-            idempotency_key=event.idempotency_key,
-        )
-        if chain_hash(event.prev_hash, canonical) == event.hash:
+        signed = replace(event, payload=variant["payload"], metadata=variant["metadata"])
+        if chain_hash(event.prev_hash, canonical_of(signed, _signed_zero_json)) == event.hash:
             return True
     return False

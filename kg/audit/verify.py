@@ -8,12 +8,12 @@ from dataclasses import dataclass
 import asyncpg
 
 from kg.audit import tree
-from kg.audit.legacy import hashed_with_signed_zeros
+from kg.audit.legacy import canonical_of, hashed_with_signed_zeros
 from kg.audit.merkle import CompactRange, Node, leaf_hash
 from kg.db.tenancy import tenant_transaction
 from kg.errors import IntegrityError
 from kg.events.envelope import RecordedEvent
-from kg.events.hashing import GENESIS_HASH, canonical_event, canonical_json, chain_hash
+from kg.events.hashing import GENESIS_HASH, chain_hash
 from kg.events.store import SELECT_EVENT, record_from_row
 
 
@@ -45,24 +45,6 @@ class VerifyReport:
 
 def recompute_hash(event: RecordedEvent) -> str:
     return chain_hash(event.prev_hash, canonical_of(event))
-
-
-def canonical_of(event: RecordedEvent) -> str:
-    """The canonical JSON the event's chain hash was computed over."""
-    return canonical_event(
-        position=event.position,
-        event_id=event.event_id,
-        tenant_id=event.tenant_id,
-        project_id=event.project_id,
-        stream_id=event.stream_id,
-        stream_version=event.stream_version,
-        event_type=event.event_type,
-        schema_version=event.schema_version,
-        payload_json=canonical_json(event.payload),
-        metadata_json=canonical_json(event.metadata),
-        recorded_at=event.recorded_at,
-        idempotency_key=event.idempotency_key,
-    )
 
 
 async def verify_tenant(pool: asyncpg.Pool, tenant_id: str, *, batch: int = 5000) -> VerifyReport:
