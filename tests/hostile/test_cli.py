@@ -20,26 +20,29 @@ from kg.audit.verify import verify_tenant
 from kg.runtime import Runtime
 from tests.support import cli_env, kg
 
-OUTSIDE = Path("/usr/share")
 # Small chunks with a pause after each commit: the server goes away between two of them.
 SLOW_CHUNKS = ("--chunk-size", "100", "--pause", "1", "--no-catch-up")
 
 
-@pytest.mark.skipif(not OUTSIDE.is_dir(), reason="needs a folder outside the project")
 async def test_a_symlinked_folder_outside_the_project_is_refused_unlisted(
-    runtime: Runtime, db_url: str
+    runtime: Runtime, db_url: str, project_dir: Path
 ) -> None:
     root = runtime.settings.project_root
+    outside = project_dir / "elsewhere"  # a folder of the test's own, outside the project
+    (outside / "private").mkdir(parents=True)
+    for i in range(5):
+        (outside / "private" / f"secret-{i}.md").write_text("# Not yours\n")
     (root / "docs").mkdir()
     (root / "docs" / "good.md").write_text("# Good\n\nFine.\n")
-    (root / "docs" / "usr").symlink_to(OUTSIDE, target_is_directory=True)
+    (root / "docs" / "usr").symlink_to(outside, target_is_directory=True)
 
     done = kg("ingest", "docs/usr", "docs", env=cli_env(db_url), cwd=root)
 
     output = done.stdout + done.stderr
-    assert "docs/usr:1: refused: folder docs/usr resolves to /usr/share, outside the project" in (
+    assert f"docs/usr:1: refused: folder docs/usr resolves to {outside}, outside the project" in (
         output
     ), output
+    assert "secret-" not in output
     assert "Traceback" not in output
     listed = [line for line in output.splitlines() if "docs/usr/" in line]
     assert not listed, f"names of files outside the project were listed: {listed[:5]}"
