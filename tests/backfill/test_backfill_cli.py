@@ -13,7 +13,7 @@ import pytest
 from backfill.generate import GeneratedLegacy
 from kg.config import Scope
 from kg.events import EventStore
-from tests.support import cli_env, kg
+from tests.support import assert_log_verifies, cli_env, kg
 
 
 @pytest.fixture
@@ -121,7 +121,12 @@ async def test_a_run_killed_midway_is_finished_by_the_rerun_without_duplicates(
 
 
 async def test_a_second_backfill_of_the_same_file_stops_with_a_conflict(
-    env: dict[str, str], tmp_path: Path, legacy: GeneratedLegacy, store: EventStore, scope: Scope
+    env: dict[str, str],
+    tmp_path: Path,
+    legacy: GeneratedLegacy,
+    store: EventStore,
+    system_store: EventStore,
+    scope: Scope,
 ) -> None:
     """Two real backfills of one file with the same chunk size: the second must not run beside
     the first (it used to, its chunks matching the first's by idempotency key), but stop at
@@ -157,3 +162,4 @@ async def test_a_second_backfill_of_the_same_file_stops_with_a_conflict(
         "100",
     ]
     assert await store.count(scope) == legacy.events
+    await assert_log_verifies(system_store, [scope.tenant_id])  # two writers ran side by side
