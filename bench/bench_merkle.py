@@ -28,14 +28,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's kg
 
-from common import fresh_database, machine, median, percentile, timed
+from bench_event_store import append_rate
+from common import fresh_database, machine, median, percentile
 
 from kg.audit import tree
 from kg.audit.merkle import verify_consistency, verify_inclusion
-from kg.config import Scope
 from kg.db.connect import create_pool
 from kg.db.tenancy import tenant_transaction
-from kg.events import EventStore, NodeAsserted
+from kg.events import EventStore
 from kg.events.hashing import GENESIS_HASH, canonical_event, chain_hash
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,33 +45,6 @@ _spec = importlib.util.spec_from_file_location(
 assert _spec and _spec.loader
 m0012 = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(m0012)
-
-
-def batch(size: int, tag: str) -> list[NodeAsserted]:
-    return [
-        NodeAsserted(
-            node_id=f"section:docs/{tag}/{i}.md#intro",
-            node_type="Section",
-            name=f"Section {i}",
-            content="A paragraph of specification text, about two hundred characters long, "
-            "describing what the component does and which decision it follows. ",
-            properties={"line": i, "level": 2},
-        )
-        for i in range(size)
-    ]
-
-
-async def append_rate(store: EventStore, writers: int, batch_size: int, total: int) -> float:
-    per_writer = total // writers
-
-    async def write(w: int) -> None:
-        scope = Scope(f"tenant{w % 4}", "p")
-        events = batch(batch_size, f"w{w}")
-        for _ in range(per_writer // batch_size):
-            await store.append(scope, f"stream-{w}-{uuid.uuid4().hex[:6]}", events)
-
-    seconds = await timed(lambda: asyncio.gather(*(write(w) for w in range(writers))))
-    return total / seconds
 
 
 async def set_tree(system: object, on: bool) -> None:
