@@ -33,6 +33,9 @@ class MemoryGraph:
     edges_by_id: dict[str, EdgeRow] = field(default_factory=dict)
     policy_list: list[Policy] = field(default_factory=list)
     vectors: dict[str, list[float]] = field(default_factory=dict)
+    # Edge ids by the node they leave and the node they reach: a hop reads only its frontier's.
+    _out: dict[str, set[str]] = field(default_factory=dict)
+    _in: dict[str, set[str]] = field(default_factory=dict)
 
     @classmethod
     def from_events(
@@ -77,20 +80,18 @@ class MemoryGraph:
     def add_edge(self, kind: str, a: str, b: str, weight: float = 1.0) -> None:
         key = edge_id(kind, a, b)
         self.edges_by_id[key] = EdgeRow(key, kind, a, b, weight)
+        self._out.setdefault(a, set()).add(key)
+        self._in.setdefault(b, set()).add(key)
+
+    def _edges(self, index: dict[str, set[str]], node_id: str) -> list[EdgeRow]:
+        return [self.edges_by_id[k] for k in index.get(node_id, ())]
 
     def _row(self, node_id: str) -> NodeRow:
         """The node with what the SQL reader derives from edges (governing policies, successors)."""
         row = self.nodes_by_id[node_id]
-        governed = sorted(
-            e.to_node
-            for e in self.edges_by_id.values()
-            if e.from_node == node_id and e.edge_type == "GOVERNED_BY"
-        )
-        successors = sorted(
-            e.from_node
-            for e in self.edges_by_id.values()
-            if e.to_node == node_id and e.edge_type == "SUPERSEDES"
-        )
+        out, into = self._edges(self._out, node_id), self._edges(self._in, node_id)
+        governed = sorted(e.to_node for e in out if e.edge_type == "GOVERNED_BY")
+        successors = sorted(e.from_node for e in into if e.edge_type == "SUPERSEDES")
         return replace(row, governed_by=tuple(governed), superseded_by=tuple(successors))
 
     # The GraphSource protocol.
@@ -128,9 +129,8 @@ class MemoryGraph:
 
         hop: list[tuple[EdgeRow, str]] = []
         for node in dict.fromkeys(frontier):
-            edges = self.edges_by_id.values()
-            hop += strongest((e, e.to_node) for e in edges if e.from_node == node)
-            hop += strongest((e, e.from_node) for e in edges if e.to_node == node)
+            hop += strongest((e, e.to_node) for e in self._edges(self._out, node))
+            hop += strongest((e, e.from_node) for e in self._edges(self._in, node))
         picked = sorted(hop, key=lambda x: (-x[0].weight, x[0].edge_id))[:limit]
         return [
             (e, self._row(other))
