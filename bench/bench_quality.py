@@ -473,15 +473,50 @@ async def run_corpus(
     return sizes, outcomes, ingest_s
 
 
-async def main(args: argparse.Namespace) -> None:
-    from common import fresh_database, machine
+def ingest_fingerprint(embedder: EmbeddingProvider) -> str:
+    """What the ingested graph depends on: the corpora, the write and projection code, the
+    embedder. A kept database (``--reuse``) is reused only while this is unchanged, so a
+    ranking change reruns in seconds and an ingest change is never measured on a stale graph."""
+    import hashlib
 
-    os.environ.setdefault("KG_EMBEDDER", args.embedder)
-    embedder = provider_from_config(args.embedder)
-    embedder.embed(["warm up"])
+    root = HERE.parent
+    digest = hashlib.sha256(embedder.model_id.encode())
+    for folder in ("kg/ingest", "kg/projections", "kg/embeddings", "kg/events", "bench/quality"):
+        for path in sorted((root / folder).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                digest.update(str(path.relative_to(root)).encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def database_for(args: argparse.Namespace, embedder: EmbeddingProvider) -> tuple[str, str | None]:
+    """A fresh database, or with ``--reuse`` a throwaway copy of a kept, already ingested one
+    (the builds log context graphs, which must not pile up in the kept one)."""
+    from common import fresh_database, kept_database, mark_complete, scratch_copy
+
+    if not args.reuse:
+        return fresh_database(), None
+    name = f"kg_quality_{ingest_fingerprint(embedder)}"
+    url, complete = kept_database(name)
+    if not complete:
+        asyncio.run(ingest_all(url, args.corpus, embedder))
+        mark_complete(url, name)
+    return scratch_copy(url), name
+
+
+async def ingest_all(url: str, corpora: Sequence[str], embedder: EmbeddingProvider) -> None:
+    for corpus in corpora:
+        root = QUALITY / corpus
+        settings = Settings(database_url=url, scope=Scope("quality", corpus), project_root=root)
+        async with open_runtime(settings, url=url, embedder=embedder) as rt:
+            await ingest_corpus(rt)
+
+
+async def main(args: argparse.Namespace, embedder: EmbeddingProvider, url: str) -> None:
+    from common import machine
+
     questions = subset(load_questions(corpora=args.corpus), args.subset)
     methods = methods_for(args.modes, args.budgets)
-    url = fresh_database()
     all_outcomes: list[Outcome] = []
     print(f"Machine: {machine()}; embedder {embedder.model_id}\n")
     for corpus in args.corpus:
@@ -534,4 +569,21 @@ if __name__ == "__main__":
     parser.add_argument("--runs", type=int, default=1, help="repeat each call for latency")
     parser.add_argument("--embedder", default="minilm", help="KG_EMBEDDER (default minilm)")
     parser.add_argument("--json", help="write every question's outcome to this file")
-    asyncio.run(main(parser.parse_args()))
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="keep the ingested corpora in bench/out/pg and reuse them while the corpora and "
+        "the ingest code are unchanged (ranking changes rerun in seconds)",
+    )
+    cli = parser.parse_args()
+    os.environ.setdefault("KG_EMBEDDER", cli.embedder)
+    provider = provider_from_config(cli.embedder)
+    provider.embed(["warm up"])
+    db_url, kept = database_for(cli, provider)
+    try:
+        asyncio.run(main(cli, provider, db_url))
+    finally:
+        if kept is not None:
+            from common import drop_database
+
+            drop_database(db_url)

@@ -18,7 +18,7 @@ from kg.errors import NotFoundError, PolicyDeniedError, ValidationError
 from kg.policies.evaluate import Governance
 from kg.policies.model import REDACTED_NAME
 from kg.projections.graph_reader import EdgeRow, GraphReader, NodeRow
-from kg.ranking import copy_of, prior
+from kg.ranking import content_factor, copy_of, prior
 from kg.runtime import Runtime
 from kg.search import FALLBACK_WARNING, MODES, search_in_transaction
 from kg.validation import MAX_ID_CHARS, check_text, check_texts, clip
@@ -133,7 +133,8 @@ async def query_knowledge_graph(
 
 def search_prior(row: NodeRow) -> float:
     """What a search hit's score is multiplied by (see :mod:`kg.ranking`)."""
-    return prior(row.node_id) * (STALE_FACTOR if stale_status(row) else 1.0)
+    stale = STALE_FACTOR if stale_status(row) else 1.0
+    return prior(row.node_id) * content_factor(row.content) * stale
 
 
 async def _start(reader: GraphReader, gov: Governance, node_id: str) -> NodeRow:

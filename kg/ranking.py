@@ -4,6 +4,8 @@
   that say so: ``archive/``, ``drafts/``, ``templates/``, ``old/``, ``deprecated/``,
   ``*.draft.md``, ``*-tmpl.md``, ``*.bak.md``. A node of such a file keeps ``NONCURRENT_FACTOR``
   of its score: still found when nothing else answers, never ahead of the spec it copies.
+* **Content.** A match with no content (a document's title) points at an answer but holds
+  none: it ranks below the sections that do.
 * **Multi-part questions.** "How long is X valid, and what happens when Y?" asks for two
   sections; each part is searched on its own as well, so the second half is not drowned by
   the first (:func:`question_parts`).
@@ -53,6 +55,16 @@ def noncurrent(node_id: str) -> bool:
 
 def prior(node_id: str) -> float:
     return NONCURRENT_FACTOR if noncurrent(node_id) else 1.0
+
+
+# A match without content of its own (a document node: its title; a heading with nothing under
+# it) cannot answer a question, only point at what does: it ranks at CONTENTLESS_FACTOR of its
+# score, below a section about the same thing, still a candidate when nothing else matches.
+CONTENTLESS_FACTOR = 0.5
+
+
+def content_factor(content: str) -> float:
+    return 1.0 if content.strip() else CONTENTLESS_FACTOR
 
 
 def shingles(text: str, size: int = 3, limit: int = 4000) -> frozenset[int]:

@@ -37,7 +37,7 @@ from kg.errors import NotFoundError, ValidationError
 from kg.policies.evaluate import Governance
 from kg.policies.model import NodeVerdict, Policy
 from kg.projections.graph_reader import EdgeRow, NodeRow
-from kg.ranking import copy_of, merge_parts, prior, question_parts
+from kg.ranking import content_factor, copy_of, merge_parts, prior, question_parts
 from kg.search import FALLBACK_WARNING
 
 # Bump whenever the same request on the same log would return a different graph (expansion,
@@ -48,8 +48,9 @@ from kg.search import FALLBACK_WARNING
 # semantic matches ranked by their fused score, the full-text leg OR'ing the task's terms;
 # copies and drafts below what they copy; multi-part questions searched part by part; hops
 # weighted by the task terms they share. 5: semantic anchors fused from lists FUSION_DEPTH
-# times deeper.
-BUILDER_VERSION = 5
+# times deeper. 6: anchors per 66 tokens of budget (12 at 800), shorter excerpts past the
+# first two nodes, content-less matches (a document's title) at half their score.
+BUILDER_VERSION = 6
 
 # Each frontier node offers at least this many of its strongest edges per hop (more when the
 # frontier is small), so no single hub (a policy governing thousands of nodes, a document with
@@ -184,7 +185,7 @@ class ContextBuilder:
                 rank, sim, relevance = matched[node_id]
                 how = f"similarity {sim:.3f}" if sim else "full text"
                 reason = f"semantic match #{rank} ({how})"
-                score = max(relevance, 0.05) * prior(node_id)
+                score = max(relevance, 0.05) * prior(node_id) * content_factor(row.content)
                 reached[node_id] = _Reached(row, verdict, score, reason, 0)
         return reached, denied
 
@@ -329,7 +330,6 @@ class ContextBuilder:
         ranked = sorted(reached.values(), key=lambda r: (-round(r.score, 9), r.row.node_id))
         truncated = len(ranked) > req.max_nodes
         query = terms(req.task) if req.task else []
-        chars = allowance(req.token_budget, req.max_content_chars)
         meter = Meter(
             req.token_budget, estimate_tokens(render(req.mode, as_of, [], [], {})) + HEADER_TOKENS
         )
@@ -342,6 +342,7 @@ class ContextBuilder:
             if room is not None and room < MIN_NODE_TOKENS:
                 truncated = True
                 break
+            chars = allowance(req.token_budget, req.max_content_chars, len(chosen))
             node = self._shown(item, chars, query)
             if not meter.fits(node_cost(node)):
                 truncated = True

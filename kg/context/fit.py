@@ -17,6 +17,7 @@ from kg.breadcrumbs import breadcrumb
 from kg.context.passages import excerpt
 from kg.context.render import edge_line, estimate_tokens, node_line
 from kg.context.result import ContextEdge, ContextNode, edge_dict, node_dict
+from kg.ingest.diff import SOURCE_KEY
 from kg.policies.model import REDACTED_NAME
 from kg.projections.graph_reader import NodeRow
 
@@ -29,15 +30,24 @@ MIN_ALLOWANCE = 320
 MIN_EXCERPT = 100
 # Below this many tokens left, no node fits any more (a bare id, type and reason take ~20).
 MIN_NODE_TOKENS = 24
-# Properties a breadcrumb already says (file, ancestors, anchor): left out of the shown node.
+# Properties a breadcrumb already says (file, ancestors, anchor), and the ingest's provenance
+# (file digests an agent cannot use; ``get_node`` has it): left out of the shown node. The
+# digests alone were ~45 of a section's ~110 JSON tokens, so fewer sections fit a budget.
 _PLACE_KEYS = frozenset({"level", "anchor", "path"})
 
 
-def allowance(token_budget: int | None, max_content_chars: int) -> int:
-    """Characters of content one node may show."""
+# The best LEAD_NODES of a build show the full allowance; each one after them half of it, so
+# a budget shows the passage that answers from twice as many sections rather than more
+# context around it from a few (+0.05 gold recall at 800 tokens, bench/RESULTS.md).
+LEAD_NODES = 2
+
+
+def allowance(token_budget: int | None, max_content_chars: int, position: int = 0) -> int:
+    """Characters of content the node at ``position`` (0 = best) of a build may show."""
     if token_budget is None:
         return max_content_chars
-    return min(max_content_chars, max(MIN_ALLOWANCE, token_budget * 4 // EXCERPT_SHARE))
+    chars = min(max_content_chars, max(MIN_ALLOWANCE, token_budget * 4 // EXCERPT_SHARE))
+    return chars if position < LEAD_NODES else max(MIN_EXCERPT, chars // 2)
 
 
 def shown_node(
@@ -60,9 +70,8 @@ def shown_node(
             redacted=True,
         )  # fmt: skip
     crumb = breadcrumb(row.node_id, row.name, row.properties)
-    properties: Mapping[str, Any] = row.properties
-    if crumb:
-        properties = {k: v for k, v in properties.items() if k not in _PLACE_KEYS}
+    hidden = _PLACE_KEYS | {SOURCE_KEY} if crumb else {SOURCE_KEY}
+    properties: Mapping[str, Any] = {k: v for k, v in row.properties.items() if k not in hidden}
     labels = row.labels if row.labels != (row.node_type,) else ()
     if status:
         text, partial = "", bool(row.content)
