@@ -2,8 +2,10 @@
 
 * **Where a file lives.** Repositories keep non-current copies beside their specs under names
   that say so: ``archive/``, ``drafts/``, ``templates/``, ``old/``, ``deprecated/``,
-  ``*.draft.md``, ``*-tmpl.md``, ``*.bak.md``. A node of such a file keeps ``NONCURRENT_FACTOR``
-  of its score: still found when nothing else answers, never ahead of the spec it copies.
+  ``*.draft.md``, ``*-tmpl.md``, ``*.bak.md``; dependencies' documents (``node_modules/``,
+  ``vendor/``, ``third_party/``, ``dist/``) are someone else's. A node of such a file keeps
+  ``NONCURRENT_FACTOR`` of its score: still found when nothing else answers, never ahead of
+  the spec it copies.
 * **Content.** A match with no content (a document's title) points at an answer but holds
   none: it ranks below the sections that do.
 * **Multi-part questions.** "How long is X valid, and what happens when Y?" asks for two
@@ -23,7 +25,9 @@ from collections.abc import Sequence
 NONCURRENT_FACTOR = 0.4
 NONCURRENT_DIRS = frozenset(
     {"archive", "archived", "archives", "old", "deprecated", "obsolete", "draft", "drafts",
-     "template", "templates", "attic", "backup", "backups"}
+     "template", "templates", "attic", "backup", "backups",
+     # other projects' documents copied in: dependencies and generated bundles
+     "node_modules", "vendor", "vendored", "third_party", "third-party", "site-packages", "dist"}
 )  # fmt: skip
 _NONCURRENT_FILE = re.compile(
     r"([._-](draft|tmpl|template|old|bak|backup|copy|orig)|\.v?\d+(\.\d+)*-draft)\.md$",

@@ -23,6 +23,8 @@ def test_paths_that_mark_copies_drafts_and_archives() -> None:
     assert noncurrent("document:docs/stories/drafts/1.1.md")
     assert noncurrent("section:docs/stories/1.4.invitations.draft.md#tasks")
     assert noncurrent("section:templates/prd-tmpl.md#goals")
+    assert noncurrent("section:node_modules/left-pad/README.md#usage")
+    assert noncurrent("document:vendor/github.com/lib/pq/README.md")
     assert not noncurrent("section:docs/webhooks.md#retries")
     assert not noncurrent("section:docs/templating-engine.md#draft-orders")
     assert not noncurrent("decision:archive")
