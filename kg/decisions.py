@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from kg.db.tenancy import tenant_transaction
 from kg.errors import ConcurrencyConflictError, NotFoundError, ValidationError
 from kg.events import DecisionRecorded, EventMetadata, build_event
+from kg.read.records import Records
 from kg.runtime import Runtime
 from kg.validation import MAX_ID_CHARS, check_text, check_texts, clip, clip_many
 
@@ -29,51 +29,30 @@ class RecordedDecision:
         return asdict(self)
 
 
-async def _informing_nodes(rt: Runtime, graph_ids: Sequence[str]) -> list[str]:
+async def _informing_nodes(records: Records, graph_ids: Sequence[str]) -> list[str]:
     """Per informing graph: the nodes a tool call reported using, else every node it showed."""
     if not graph_ids:
         return []
-    async with tenant_transaction(rt.app_pool, rt.scope.tenant_id) as conn:
-        args = (rt.scope.tenant_id, rt.scope.project_id, list(graph_ids))
-        shown = await conn.fetch(
-            "SELECT context_graph_id, node_ids FROM context_graphs WHERE tenant_id = $1 "
-            "AND project_id = $2 AND context_graph_id = ANY($3)",
-            *args,
-        )
-        used = await conn.fetch(
-            "SELECT context_graph_id, node_ids FROM context_graph_usage WHERE tenant_id = $1 "
-            "AND project_id = $2 AND context_graph_id = ANY($3) AND cardinality(node_ids) > 0",
-            *args,
-        )
-    missing = sorted(set(graph_ids) - {r["context_graph_id"] for r in shown})
+    shown = await records.context_graphs(graph_ids)
+    used_by = await records.used_nodes(graph_ids)
+    missing = sorted(set(graph_ids) - {g.context_graph_id for g in shown})
     if missing:
         raise NotFoundError(
             f"context graph(s) {clip_many(missing)} not found in this project: pass ids returned "
             "by build_context_graph"
         )
-    used_by: dict[str, set[str]] = {}
-    for r in used:
-        used_by.setdefault(r["context_graph_id"], set()).update(r["node_ids"])
     nodes: dict[str, None] = {}
-    for r in sorted(shown, key=lambda r: graph_ids.index(r["context_graph_id"])):
-        for node_id in r["node_ids"]:
-            if r["context_graph_id"] not in used_by or node_id in used_by[r["context_graph_id"]]:
+    for g in sorted(shown, key=lambda g: graph_ids.index(g.context_graph_id)):
+        for node_id in g.node_ids:
+            if g.context_graph_id not in used_by or node_id in used_by[g.context_graph_id]:
                 nodes[node_id] = None
     return list(nodes)[:MAX_INFORMED_BY]
 
 
-async def _check_nodes_exist(rt: Runtime, node_ids: Sequence[str], what: str) -> None:
+async def _check_nodes_exist(records: Records, node_ids: Sequence[str], what: str) -> None:
     if not node_ids:
         return
-    async with tenant_transaction(rt.app_pool, rt.scope.tenant_id) as conn:
-        found = await conn.fetch(
-            "SELECT node_id FROM kg_nodes WHERE tenant_id = $1 AND project_id = $2 "
-            "AND node_id = ANY($3)",
-            rt.scope.tenant_id,
-            rt.scope.project_id,
-            list(node_ids),
-        )
-    missing = sorted(set(node_ids) - {r["node_id"] for r in found})
+    missing = sorted(set(node_ids) - await records.existing(node_ids))
     if missing:
         raise NotFoundError(f"{what} node(s) {clip_many(missing)} not found in this project")
 
@@ -106,16 +85,17 @@ async def record_decision(
         check_text("decision_id", decision_id, 200)
     if metadata is not None and metadata.session_id is not None:
         check_text("session_id", metadata.session_id, 200)
-    await rt.catch_up()
     graph_ids = list(dict.fromkeys(context_graph_ids))
-    informed_by = await _informing_nodes(rt, graph_ids)
-    await _check_nodes_exist(rt, list(references), "referenced")
-    not_decisions = [s for s in supersedes if not s.startswith("decision:")]
-    if not_decisions:
-        raise ValidationError(
-            f"supersedes must name decision nodes ('decision:...'), not {clip_many(not_decisions)}"
-        )
-    await _check_nodes_exist(rt, list(supersedes), "superseded")
+    async with rt.reader().records() as records:
+        informed_by = await _informing_nodes(records, graph_ids)
+        await _check_nodes_exist(records, list(references), "referenced")
+        not_decisions = [s for s in supersedes if not s.startswith("decision:")]
+        if not_decisions:
+            raise ValidationError(
+                "supersedes must name decision nodes ('decision:...'), not "
+                f"{clip_many(not_decisions)}"
+            )
+        await _check_nodes_exist(records, list(supersedes), "superseded")
     decision_id = decision_id or uuid.uuid4().hex[:16]
     event = build_event(
         DecisionRecorded,

@@ -14,15 +14,10 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
-import asyncpg
-
-from kg.errors import NotFoundError, ValidationError
+from kg.errors import NotFoundError, PolicyDeniedError, ValidationError
 from kg.events.decision import DecisionRecorded
-from kg.events.envelope import RecordedEvent
-from kg.events.store import SELECT_EVENT, record_from_row
-from kg.graph_queries import governed_reader
-from kg.policies.evaluate import Governance
-from kg.projections.graph_reader import GraphReader
+from kg.read.governed import Governed
+from kg.read.records import GraphRecord, Records
 from kg.runtime import Runtime
 from kg.validation import MAX_ID_CHARS, check_text, clip
 
@@ -88,43 +83,33 @@ def _iso(moment: datetime | None) -> str | None:
 
 
 class _Tracer:
-    def __init__(self, rt: Runtime, reader: GraphReader, gov: Governance, lineage: Lineage) -> None:
-        self.rt, self.reader, self.gov, self.lineage = rt, reader, gov, lineage
-        self.conn: asyncpg.Connection = reader.conn
-        self.scope = rt.scope
+    """Walks the lineage through one snapshot: record queries for graphs, positions and
+    events, the policy-checked view for every node (decisions included) it names."""
 
-    async def events_at(self, positions: Sequence[int]) -> dict[int, RecordedEvent]:
-        rows = await self.conn.fetch(
-            f"SELECT {SELECT_EVENT} FROM kg_events WHERE tenant_id = $1 AND position = ANY($2)",
-            self.scope.tenant_id,
-            list(positions),
-        )
-        return {r["position"]: record_from_row(r) for r in rows}
+    def __init__(self, records: Records, governed: Governed, lineage: Lineage) -> None:
+        self.records, self.governed, self.lineage = records, governed, lineage
 
     async def decisions(self, node_ids: Sequence[str]) -> list[LineageStep]:
-        rows = await self.conn.fetch(
-            "SELECT node_id, name, properties, first_position FROM kg_nodes WHERE tenant_id = $1 "
-            "AND project_id = $2 AND node_id = ANY($3) AND node_type = 'Decision'",
-            self.scope.tenant_id,
-            self.scope.project_id,
-            list(node_ids),
-        )
-        events = await self.events_at([r["first_position"] for r in rows])
+        found = [d for d in await self.governed.nodes(node_ids) if d.row.node_type == "Decision"]
+        positions = await self.records.positions([d.node_id for d in found])
+        events = await self.records.events_at([p.first for p in positions.values()])
         steps = []
-        for r in rows:
-            e = events.get(r["first_position"])
+        for node in found:
+            first = positions[node.node_id].first
+            e = events.get(first)
             d = e.event_as(DecisionRecorded) if e else None
+            shown = node.visible
             steps.append(
                 LineageStep(
-                    r["node_id"],
+                    node.node_id,
                     "decision",
-                    r["name"],
-                    r["first_position"],
+                    shown.name,
+                    first,
                     _iso(e.recorded_at) if e else None,
                     e.meta.actor if e else None,
                     {
-                        "decision_type": r["properties"].get("decision_type"),
-                        "confidence": r["properties"].get("confidence"),
+                        "decision_type": shown.properties.get("decision_type"),
+                        "confidence": shown.properties.get("confidence"),
                         "context_graph_ids": list(d.context_graph_ids) if d else [],
                         "informed_by": list(d.informed_by) if d else [],
                         "supersedes": list(d.supersedes) if d else [],
@@ -134,30 +119,17 @@ class _Tracer:
             )
         return sorted(steps, key=lambda s: s.id)
 
-    async def graphs(self, where: str, arg: object) -> list[asyncpg.Record]:
-        return list(
-            await self.conn.fetch(
-                "SELECT context_graph_id, mode, node_ids, position, built_at, actor, session_id, "
-                "content_hash FROM context_graphs WHERE tenant_id = $1 AND project_id = $2 "
-                f"AND {where} "
-                "ORDER BY position",
-                self.scope.tenant_id,
-                self.scope.project_id,
-                arg,
-            )
-        )
-
-    def add_graph(self, g: asyncpg.Record) -> str:
-        step_id = f"context_graph:{g['context_graph_id']}"
+    def add_graph(self, g: GraphRecord) -> str:
+        step_id = f"context_graph:{g.context_graph_id}"
         self.lineage.add(
             LineageStep(
                 step_id,
                 "context_graph",
-                f"{g['mode']} context graph, {len(g['node_ids'])} nodes",
-                g["position"],
-                _iso(g["built_at"]),
-                g["actor"],
-                {"session_id": g["session_id"], "content_hash": g["content_hash"]},
+                f"{g.mode} context graph, {len(g.node_ids)} nodes",
+                g.position,
+                _iso(g.built_at),
+                g.actor,
+                {"session_id": g.session_id, "content_hash": g.content_hash},
             )
         )
         return step_id
@@ -170,9 +142,7 @@ class _Tracer:
             self.lineage.add(LineageStep(source_id, "source", decision.details["source"]))
             self.lineage.link(decision.id, source_id, "SOURCED_FROM")
         informed_by = set(decision.details["informed_by"])
-        graphs = await self.graphs(
-            "context_graph_id = ANY($3)", decision.details["context_graph_ids"]
-        )
+        graphs = await self.records.context_graphs(decision.details["context_graph_ids"])
         for g in graphs:
             self.lineage.link(decision.id, self.add_graph(g), "INFORMED_BY")
         if depth >= 2 and informed_by:
@@ -184,72 +154,51 @@ class _Tracer:
             await self.upstream(older, depth - 1)
 
     async def nodes_and_sources(
-        self, graphs: Sequence[asyncpg.Record], informed_by: set[str], with_sources: bool
+        self, graphs: Sequence[GraphRecord], informed_by: set[str], with_sources: bool
     ) -> None:
-        rows = {r.node_id: r for r in await self.reader.nodes(sorted(informed_by))}
-        meta = await self.conn.fetch(
-            "SELECT node_id, last_position FROM kg_nodes WHERE tenant_id = $1 AND project_id = $2 "
-            "AND node_id = ANY($3)",
-            self.scope.tenant_id,
-            self.scope.project_id,
-            sorted(informed_by),
-        )
-        last = {r["node_id"]: r["last_position"] for r in meta}
-        events = await self.events_at(sorted(set(last.values())))
+        nodes = {n.node_id: n for n in await self.governed.nodes(sorted(informed_by))}
+        positions = await self.records.positions(sorted(nodes))
+        events = await self.records.events_at(sorted({p.last for p in positions.values()}))
+        withheld = self.governed.withheld
         allowed: set[str] = set()
-        for node_id in sorted(informed_by):
-            row = rows.get(node_id)
-            if row is None:
-                self.lineage.add(LineageStep(node_id, "node", "(retired since)"))
-                allowed.add(node_id)
-                continue
-            verdict = self.gov.admit(row.node_type, row.labels, row.governed_by)
-            if verdict.denied:
-                continue
+        for node_id in sorted(informed_by - withheld):
             allowed.add(node_id)
-            e = events.get(last[node_id])
+            node = nodes.get(node_id)
+            if node is None:
+                self.lineage.add(LineageStep(node_id, "node", "(retired since)"))
+                continue
+            last = positions[node_id].last
+            e = events.get(last)
             source = e.meta.source if e else None
             self.lineage.add(
                 LineageStep(
                     node_id,
                     "node",
-                    verdict.shown_name(row.name),
-                    last[node_id],
+                    node.visible.name,
+                    last,
                     _iso(e.recorded_at) if e else None,
                     e.meta.actor if e else None,
-                    {"node_type": row.node_type, "source": source},
+                    {"node_type": node.row.node_type, "source": source},
                 )
             )
             if with_sources and source:
                 source_id = f"source:{source}"
                 self.lineage.add(LineageStep(source_id, "source", source))
                 self.lineage.link(node_id, source_id, "SOURCED_FROM")
-        self.lineage.excluded_by_policy = self.gov.excluded_nodes
         for g in graphs:
-            for node_id in g["node_ids"]:
+            for node_id in g.node_ids:
                 if node_id in allowed:
-                    self.lineage.link(
-                        f"context_graph:{g['context_graph_id']}", node_id, "CONTAINED"
-                    )
+                    self.lineage.link(f"context_graph:{g.context_graph_id}", node_id, "CONTAINED")
 
     async def downstream(self, decision: LineageStep, depth: int) -> None:
         if depth <= 0:
             return
-        graphs = await self.graphs("node_ids @> ARRAY[$3::text]", decision.id)
-        graph_ids = [g["context_graph_id"] for g in graphs]
+        graphs = await self.records.graphs_containing(decision.id)
+        graph_ids = [g.context_graph_id for g in graphs]
         for g in graphs:
             self.lineage.link(decision.id, self.add_graph(g), "SHOWN_IN")
-        later_ids = await self.conn.fetch(
-            "SELECT node_id FROM kg_nodes WHERE tenant_id = $1 AND project_id = $2 "
-            "AND node_type = 'Decision' AND properties -> 'context_graph_ids' ?| $3::text[] "
-            "UNION SELECT from_node FROM kg_edges WHERE tenant_id = $1 AND project_id = $2 "
-            "AND edge_type = 'SUPERSEDES' AND to_node = $4",
-            self.scope.tenant_id,
-            self.scope.project_id,
-            graph_ids,
-            decision.id,
-        )
-        for later in await self.decisions([r["node_id"] for r in later_ids]):
+        later_ids = await self.records.later_decisions(decision.id, graph_ids)
+        for later in await self.decisions(later_ids):
             self.lineage.add(later)
             if decision.id in later.details["supersedes"]:
                 self.lineage.link(later.id, decision.id, "SUPERSEDES")
@@ -270,11 +219,13 @@ async def trace_decision_lineage(
         raise ValidationError(f"depth {depth} is out of range: use 1 to 10")
     check_text("decision_id", decision_id, MAX_ID_CHARS)
     node_id = decision_id if decision_id.startswith("decision:") else f"decision:{decision_id}"
-    await rt.catch_up()
     lineage = Lineage(node_id, direction, depth)
-    async with governed_reader(rt) as (reader, gov):
-        tracer = _Tracer(rt, reader, gov, lineage)
+    async with rt.reader().snapshot() as snap:
+        governed = await snap.governed()
+        tracer = _Tracer(snap.records, governed, lineage)
         found = await tracer.decisions([node_id])
+        if node_id in governed.withheld:
+            raise PolicyDeniedError(f"access to {clip(node_id)} is denied by policy")
         if not found:
             raise NotFoundError(
                 f"decision {clip(node_id)} not found in this project: use the decision_id "
@@ -285,4 +236,5 @@ async def trace_decision_lineage(
             await tracer.upstream(found[0], depth)
         if direction in ("downstream", "both"):
             await tracer.downstream(found[0], depth)
+    lineage.excluded_by_policy = governed.excluded
     return lineage

@@ -35,6 +35,7 @@ from kg.embeddings import EmbeddingProvider, provider_from_config
 from kg.errors import SchemaNotReadyError
 from kg.events import EventStore
 from kg.projections import ProjectionContext, ProjectionRunner, default_projections
+from kg.read.reader import Reader
 
 
 @dataclass
@@ -46,6 +47,7 @@ class Runtime:
 
     _embedder: EmbeddingProvider | None = None
     _runner: ProjectionRunner | None = None
+    _reader: Reader | None = None
     #: set when reading a kept replay (KG_AS_OF_SCHEMA): the pools see that schema, read-only
     as_of: AsOf | None = None
 
@@ -69,9 +71,22 @@ class Runtime:
             )
         return self._runner
 
+    def reader(self) -> Reader:
+        """The read model of this runtime's scope: every service reads the graph through it
+        (catch-up, the tenant snapshot, the log head, typed and policy-checked queries)."""
+        if self._reader is None:
+            self._reader = Reader(
+                self.app_pool,
+                self.scope,
+                catch_up=lambda: self.runner.catch_up(),
+                head=self.system_store.head,
+            )
+        return self._reader
+
     async def catch_up(self) -> int:
-        """Bring every projection up to the end of the log (used after each command)."""
-        return await self.runner.catch_up()
+        """Bring every projection up to the end of the log: the reader's catch-up (kept here
+        for the write-side commands that project what they appended)."""
+        return await self.reader().catch_up()
 
     @property
     def scope(self) -> Scope:

@@ -10,6 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from kg.read import models as read_models
+
 
 class ContextNodeOut(BaseModel):
     node_id: str = Field(description="'{type}:{id}'; use it as an anchor or in node_ids")
@@ -111,65 +113,16 @@ class ContextUsageOut(BaseModel):
     duplicate: bool = Field(description="True when this tool call's usage was already recorded")
 
 
-class NodeView(BaseModel):
-    node_id: str
-    node_type: str
-    name: str = Field(description="'[redacted]' when a policy redacts the node")
-    content: str = Field(default="", description="Up to 500 characters; absent when redacted")
-    labels: list[str] = Field(default_factory=list)
-    redacted: bool
-
-
-class NodeOut(NodeView):
-    """One node in full (get_node)."""
-
-    content: str = Field(default="", description="The whole text; absent when redacted")
-    properties: dict[str, Any] = Field(default_factory=dict)
-    breadcrumb: str = Field(default="", description="A section's file and heading path")
-    content_chars: int = Field(default=0, description="Length of the whole content")
-
-
-class EdgeView(BaseModel):
-    edge_type: str
-    from_node: str
-    to_node: str
-    weight: float
-
-
-class SearchHitOut(NodeView):
-    score: float
-    status: str = Field(default="", description="superseded, deprecated, ...; absent if current")
-    similarity: float | None = Field(description="Vector similarity, when the vector side matched")
-
-
-class SearchOut(BaseModel):
-    mode: str
-    results: list[SearchHitOut]
-    excluded_by_policy: int = Field(description="Matches a policy hid (never shown)")
-    embedder: str | None
-    warnings: list[str]
-
-
-class NeighborOut(NodeView):
-    hop: int
-
-
-class NeighborsOut(BaseModel):
-    node: NodeView
-    neighbors: list[NeighborOut]
-    edges: list[EdgeView]
-    excluded_by_policy: int
-    truncated: bool = Field(description="True when the limit cut neighbours off")
-
-
-class PathOut(BaseModel):
-    source: str
-    target: str
-    found: bool
-    length: int | None = Field(default=None, description="Edges on the path, when found")
-    nodes: list[NodeView] = Field(description="From source to target")
-    edges: list[EdgeView]
-    max_depth: int | None = Field(default=None, description="Depth searched, when not found")
+# The graph queries' results are the read path's own models (kg.read.models): one declaration
+# for what the application returns, what the CLI prints and what the tools publish.
+NodeView = read_models.NodeView
+NodeOut = read_models.NodeDetail
+EdgeView = read_models.EdgeView
+SearchHitOut = read_models.SearchHit
+SearchOut = read_models.SearchResults
+NeighborOut = read_models.Neighbour
+NeighborsOut = read_models.Neighbourhood
+PathOut = read_models.GraphPath
 
 
 class DecisionOut(BaseModel):

@@ -269,7 +269,7 @@ async def query_knowledge_graph(
     found = await graph_queries.query_knowledge_graph(
         runtime_of(ctx), text, mode=mode, node_types=node_types, limit=limit
     )
-    return structured(SearchOut.model_validate(found))
+    return structured(found)
 
 
 async def get_node(
@@ -279,9 +279,8 @@ async def get_node(
     """One node in full: its whole content (a context graph shows only the passages of a long
     section that match the task, marked partial), properties and heading path. Policy-checked."""
     found = await graph_queries.get_node(runtime_of(ctx), node_id)
-    body = found.get("content") or ""
-    title = found.get("breadcrumb") or found["name"]
-    return structured(NodeOut.model_validate(found), f"# {title} ({found['node_id']})\n\n{body}\n")
+    title = found.breadcrumb or found.name
+    return structured(found, f"# {title} ({found.node_id})\n\n{found.content}\n")
 
 
 async def get_entity_neighbors(
@@ -300,7 +299,7 @@ async def get_entity_neighbors(
         runtime_of(ctx), node_id, edge_types=edge_types, depth=depth, direction=direction,
         limit=limit,
     )  # fmt: skip
-    return structured(NeighborsOut.model_validate(found))
+    return structured(found)
 
 
 async def find_path(
@@ -312,7 +311,7 @@ async def find_path(
     """The shortest path between two nodes over edges of any type and direction, never through
     a node a policy denies. found is false when none is within max_depth."""
     found = await graph_queries.find_path(runtime_of(ctx), source, target, max_depth=max_depth)
-    return structured(PathOut.model_validate(found))
+    return structured(found)
 
 
 async def ingest_markdown(

@@ -134,10 +134,10 @@ def node(
         async with open_runtime() as rt:
             found = await get_node(rt, node_id)
         if as_json:
-            console.print_json(json.dumps(found, default=str))
+            console.print_json(found.model_dump_json())
             return
-        title = found.get("breadcrumb") or found["name"]
-        console.print(f"# {title} ({found['node_id']}, {found['node_type']})", markup=False)
-        console.print(found.get("content") or "", markup=False)
+        title = found.breadcrumb or found.name
+        console.print(f"# {title} ({found.node_id}, {found.node_type})", markup=False)
+        console.print(found.content, markup=False)
 
     run(go)

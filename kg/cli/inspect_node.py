@@ -10,13 +10,16 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
 from rich.tree import Tree
 
 from kg.cli.common import console, run
+
+if TYPE_CHECKING:  # the models load with the command's run, not with `kg --help`
+    from kg.read.models import Neighbourhood, NodeView
 
 _NODE_ID = re.compile(r"^[a-z][a-z0-9_]{0,39}:")
 _MD = re.compile(r"\.(md|markdown)(#|$)", re.IGNORECASE)
@@ -42,31 +45,32 @@ def resolve_node(text: str, root: Path, cwd: Path) -> str:
     return text
 
 
-def _label(view: dict[str, Any], *, content: bool = False) -> str:
-    text = f"[bold]{escape(view['node_id'])}[/] [cyan]({escape(view['node_type'])})[/]"
-    if view.get("redacted"):
+def _label(view: NodeView, *, content: bool = False) -> str:
+    text = f"[bold]{escape(view.node_id)}[/] [cyan]({escape(view.node_type)})[/]"
+    if view.redacted:
         return text + " [dim][redacted][/]"
-    text += f" {escape(view['name'])}"
-    if content and view.get("content"):
-        first = view["content"].strip().splitlines()[0][:120]
+    text += f" {escape(view.name)}"
+    if content and view.content.strip():
+        first = view.content.strip().splitlines()[0][:120]
         text += f"\n[dim]{escape(first)}[/]"
     return text
 
 
-def build_tree(result: dict[str, Any], *, content: bool = False) -> Tree:
+def build_tree(result: Neighbourhood, *, content: bool = False) -> Tree:
     """Edges hang under the nearer end (by hop); each node is expanded once, at its first
     place, and later places say "(see above)"."""
-    start = result["node"]["node_id"]
-    views = {start: result["node"]} | {n["node_id"]: n for n in result["neighbors"]}
-    hops = {start: 0} | {n["node_id"]: n["hop"] for n in result["neighbors"]}
+    start = result.node.node_id
+    views: dict[str, NodeView] = {start: result.node}
+    views |= {n.node_id: n for n in result.neighbors}
+    hops = {start: 0} | {n.node_id: n.hop for n in result.neighbors}
     children: dict[str, list[tuple[str, str, str]]] = {}
-    for edge in result["edges"]:
-        a, b = edge["from_node"], edge["to_node"]
+    for edge in result.edges:
+        a, b = edge.from_node, edge.to_node
         if a not in hops or b not in hops:
             continue
         parent, child, arrow = (a, b, "→") if hops[a] <= hops[b] else (b, a, "←")
-        children.setdefault(parent, []).append((edge["edge_type"], child, arrow))
-    root = Tree(_label(result["node"], content=content))
+        children.setdefault(parent, []).append((edge.edge_type, child, arrow))
+    root = Tree(_label(result.node, content=content))
     shown = {start}
 
     def grow(branch: Tree, node_id: str) -> None:
@@ -97,7 +101,7 @@ def inspect(
     from kg.graph_queries import get_entity_neighbors
     from kg.runtime import open_runtime
 
-    async def go() -> dict[str, Any]:
+    async def go() -> Neighbourhood:
         async with open_runtime() as rt:
             node_id = resolve_node(node, rt.settings.project_root, Path.cwd())
             return await get_entity_neighbors(
@@ -112,9 +116,9 @@ def inspect(
     result = run(go)
     console.print(build_tree(result, content=content))
     notes = []
-    if result["excluded_by_policy"]:
-        notes.append(f"{result['excluded_by_policy']} nodes excluded by policy")
-    if result["truncated"]:
+    if result.excluded_by_policy:
+        notes.append(f"{result.excluded_by_policy} nodes excluded by policy")
+    if result.truncated:
         notes.append(f"truncated at {limit} nodes (--limit)")
     if notes:
         console.print(f"[dim]{'; '.join(notes)}[/]")

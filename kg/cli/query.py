@@ -29,20 +29,17 @@ def query(
             result = await query_knowledge_graph(
                 rt, text, mode=mode, node_types=node_type or (), limit=limit
             )
-        for warning in result["warnings"]:
+        for warning in result.warnings:
             err_console.print(f"[bold yellow]warning:[/] {escape(warning)}")
         table = Table("score", "node", "type", "name")
-        for hit in result["results"]:
+        for hit in result.results:
             table.add_row(
-                f"{hit['score']:.4f}",
-                escape(hit["node_id"]),
-                escape(hit["node_type"]),
-                escape(hit["name"]),
+                f"{hit.score:.4f}", escape(hit.node_id), escape(hit.node_type), escape(hit.name)
             )
         console.print(table)
-        if not result["results"]:
+        if not result.results:
             console.print("no matches")
-        if result["excluded_by_policy"]:
-            console.print(f"{result['excluded_by_policy']} result(s) withheld by policy")
+        if result.excluded_by_policy:
+            console.print(f"{result.excluded_by_policy} result(s) withheld by policy")
 
     run(go)

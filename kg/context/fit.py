@@ -18,7 +18,7 @@ from kg.context.passages import excerpt
 from kg.context.render import edge_line, estimate_tokens, node_line
 from kg.context.result import ContextEdge, ContextNode, edge_dict, node_dict
 from kg.ingest.diff import SOURCE_KEY
-from kg.policies.model import REDACTED_NAME
+from kg.policies.redaction import REDACTED
 from kg.projections.graph_reader import NodeRow
 
 # Tokens kept for the rendering's section titles and hint line, beyond its first line.
@@ -65,9 +65,10 @@ def shown_node(
     """The node as the agent sees it. Redacted: id and type only (no passage of it is ever
     read). Superseded: where it sits and what replaces it, no content."""
     if redacted:
+        shown = REDACTED  # the shape kg.policies.redaction decides
         return ContextNode(
-            row.node_id, row.node_type, REDACTED_NAME, "", {}, (), round(score, 6), reason, hop,
-            redacted=True,
+            row.node_id, row.node_type, shown.name, shown.content, dict(shown.properties),
+            shown.labels, round(score, 6), reason, hop, redacted=True,
         )  # fmt: skip
     crumb = breadcrumb(row.node_id, row.name, row.properties)
     hidden = _PLACE_KEYS | {SOURCE_KEY} if crumb else {SOURCE_KEY}

@@ -11,15 +11,14 @@ import asyncpg
 import pydantic
 
 from kg.config import Scope
-from kg.context.builder import BUILDER_VERSION, ContextBuilder
+from kg.context.builder import BUILDER_VERSION
 from kg.context.request import ContextRequest
 from kg.context.result import ContextGraph
-from kg.db.tenancy import tenant_transaction
 from kg.embeddings.base import EmbeddingProvider
 from kg.errors import NotFoundError, ValidationError
 from kg.events import AppendResult, ContextGraphBuilt, ContextGraphUsed, EventMetadata
 from kg.events.base import describe_validation_error
-from kg.projections.graph_reader import GraphReader
+from kg.read.reader import Reader
 from kg.runtime import Runtime
 from kg.validation import MAX_ID_CHARS, check_text, check_texts, clip
 
@@ -35,11 +34,10 @@ def parse_request(**fields: Any) -> ContextRequest:
 async def build_in_snapshot(
     pool: asyncpg.Pool, scope: Scope, request: ContextRequest, embedder: EmbeddingProvider | None
 ) -> ContextGraph:
-    """Build from one consistent snapshot of the projection (no event is written)."""
-    async with tenant_transaction(
-        pool, scope.tenant_id, isolation="repeatable_read", readonly=True
-    ) as conn:
-        return await ContextBuilder(GraphReader(conn, scope), embedder).build(request)
+    """Build from one consistent snapshot of the projection on ``pool`` as it is (no catch-up,
+    no event written): a replay's schema, or a benchmark's database."""
+    async with Reader(pool, scope).snapshot(catch_up=False) as snap:
+        return await snap.build(request, embedder)
 
 
 def _needs_embedder(request: ContextRequest) -> bool:
@@ -50,9 +48,9 @@ async def build_context_graph(
     rt: Runtime, request: ContextRequest, metadata: EventMetadata | None = None
 ) -> ContextGraph:
     """Build a context graph on the current log and record it as ``ContextGraphBuilt``."""
-    await rt.catch_up()
     embedder = rt.embedder if _needs_embedder(request) else None
-    graph = await build_in_snapshot(rt.app_pool, rt.scope, request, embedder)
+    async with rt.reader().snapshot() as snap:
+        graph = await snap.build(request, embedder)
     graph_id = f"cg_{uuid.uuid4().hex}"
     event = ContextGraphBuilt(
         context_graph_id=graph_id,
@@ -91,21 +89,14 @@ async def record_context_usage(
     check_text("tool_call_id", tool_call_id, 200)
     check_text("usage_type", usage_type, 50)
     check_texts("node_ids", node_ids)
-    await rt.catch_up()
-    async with tenant_transaction(rt.app_pool, rt.scope.tenant_id) as conn:
-        shown = await conn.fetchval(
-            "SELECT node_ids FROM context_graphs WHERE tenant_id = $1 AND project_id = $2 "
-            "AND context_graph_id = $3",
-            rt.scope.tenant_id,
-            rt.scope.project_id,
-            context_graph_id,
-        )
-    if shown is None:
+    async with rt.reader().records() as records:
+        graphs = await records.context_graphs([context_graph_id])
+    if not graphs:
         raise NotFoundError(
             f"context graph {clip(context_graph_id)} not found in this project: use the "
             "context_graph_id returned by build_context_graph"
         )
-    unknown = set(node_ids) - set(shown)
+    unknown = set(node_ids) - set(graphs[0].node_ids)
     if unknown:
         # Not echoed: an id outside the graph may be one a policy hid from it.
         raise ValidationError(

@@ -280,6 +280,10 @@ class EventStore:
             )
         return [record_from_row(r) for r in rows]
 
+    async def head(self) -> int:
+        """The log head: the newest committed position (0 for an empty log)."""
+        return await log_head(self._pool)
+
     async def last_position(self, scope: Scope | None = None) -> int:
         """The newest position: of the whole log, or of one tenant's project."""
         async with self._pool.acquire() as conn, conn.transaction():

@@ -15,20 +15,20 @@ from typing import Any
 import asyncpg
 
 from kg.config import Scope
-from kg.db.tenancy import tenant_transaction
 from kg.ingest.diff import SOURCE_KEY, EdgeState, NodeState, ProjectedFile
 from kg.ingest.model import CONTAINS, DOCUMENT
+from kg.read.reader import Reader
 
 _CHUNK = 5000
 
 
 @asynccontextmanager
 async def scoped(pool: asyncpg.Pool, scope: Scope) -> AsyncIterator[asyncpg.Connection]:
-    """A read-only transaction on one snapshot, scoped to the tenant."""
-    async with tenant_transaction(
-        pool, scope.tenant_id, isolation="repeatable_read", readonly=True
-    ) as conn:
-        yield conn
+    """A read-only transaction on one snapshot, scoped to the tenant: the read model's own
+    snapshot (:meth:`kg.read.reader.Reader.snapshot`), without its catch-up (ingestion
+    compares against the projection as it is, and catches up where it needs to)."""
+    async with Reader(pool, scope).snapshot(catch_up=False) as snap:
+        yield snap.conn
 
 
 def _chunks(items: Sequence[str]) -> list[list[str]]:

@@ -1,0 +1,152 @@
+"""The projected graph through the policies: the only way the read path hands out nodes.
+
+A :class:`Governed` view belongs to one query (one tally of what the policies did). Each node
+it reaches is decided once: a denied node is dropped and counted, never returned, never
+traversed; every other node comes back as an :class:`Admitted`, whose views are shaped by
+:func:`kg.policies.redaction.visible`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kg.errors import NotFoundError, PolicyDeniedError
+from kg.policies.evaluate import Governance
+from kg.policies.model import NodeVerdict
+from kg.policies.redaction import Visible, visible
+from kg.projections.graph_reader import EdgeRow, GraphReader, NodeRow
+from kg.read.models import EdgeView, NodeView
+from kg.search import SearchHit, search_in_transaction
+from kg.validation import clip
+
+#: Content characters a node view shows unless told otherwise.
+VIEW_CHARS = 500
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """A node the policies let through, and how. ``row`` is for ranking and traversal; what
+    is shown of the node comes from :attr:`visible` (or :meth:`view`)."""
+
+    row: NodeRow
+    verdict: NodeVerdict
+
+    @property
+    def node_id(self) -> str:
+        return self.row.node_id
+
+    @property
+    def redacted(self) -> bool:
+        return self.verdict.redacted
+
+    @property
+    def visible(self) -> Visible:
+        return visible(self.row, self.verdict)
+
+    def view(self, *, content_chars: int = VIEW_CHARS) -> NodeView:
+        shown = self.visible
+        content = shown.content
+        if len(content) > content_chars:
+            content = content[:content_chars] + "…"
+        return NodeView(
+            node_id=self.row.node_id,
+            node_type=self.row.node_type,
+            name=shown.name,
+            content=content,
+            labels=list(shown.labels),
+            redacted=shown.redacted,
+        )
+
+
+def edge_view(edge: EdgeRow) -> EdgeView:
+    return EdgeView(
+        edge_type=edge.edge_type, from_node=edge.from_node, to_node=edge.to_node, weight=edge.weight
+    )
+
+
+class Governed:
+    def __init__(self, graph: GraphReader, governance: Governance) -> None:
+        self._graph = graph
+        self.governance = governance
+        self._decided: dict[str, NodeVerdict] = {}
+
+    @property
+    def excluded(self) -> int:
+        """Distinct nodes a policy withheld from this query so far."""
+        return self.governance.excluded_nodes
+
+    def _admit(self, row: NodeRow) -> Admitted | None:
+        verdict = self._decided.get(row.node_id)
+        if verdict is None:
+            verdict = self.governance.admit(row.node_type, row.labels, row.governed_by)
+            self._decided[row.node_id] = verdict
+        return None if verdict.denied else Admitted(row, verdict)
+
+    async def nodes(self, node_ids: Sequence[str]) -> list[Admitted]:
+        """Those of ``node_ids`` that exist and that no policy denies."""
+        found = [self._admit(row) for row in await self._graph.nodes(node_ids)]
+        return [a for a in found if a is not None]
+
+    async def start(self, node_id: str) -> Admitted:
+        """The node a query starts from: a typed error when it is missing or denied."""
+        rows = await self._graph.nodes([node_id])
+        if not rows:
+            raise NotFoundError(
+                f"node {clip(node_id)} not found in this project: check the id "
+                "(query_knowledge_graph finds nodes)"
+            )
+        admitted = self._admit(rows[0])
+        if admitted is None:
+            raise PolicyDeniedError(f"access to {clip(node_id)} is denied by policy")
+        return admitted
+
+    async def neighbours(
+        self,
+        frontier: Sequence[str],
+        *,
+        exclude: Sequence[str],
+        edge_types: Sequence[str] = (),
+        node_types: Sequence[str] = (),
+        limit: int,
+        direction: str = "both",
+    ) -> list[tuple[EdgeRow, Admitted]]:
+        """Edges touching the frontier with the admitted node at their other end, strongest
+        first (an edge to a denied node is not returned)."""
+        rows = await self._graph.neighbours(
+            frontier,
+            exclude=exclude,
+            edge_types=edge_types,
+            node_types=node_types,
+            limit=limit,
+            direction=direction,
+        )
+        out = []
+        for edge, row in rows:
+            admitted = self._admit(row)
+            if admitted is not None:
+                out.append((edge, admitted))
+        return out
+
+    @property
+    def withheld(self) -> set[str]:
+        """Ids this query found denied: a traversal excludes them from its next hops."""
+        return {node_id for node_id, v in self._decided.items() if v.denied}
+
+    async def search(
+        self,
+        text: str,
+        mode: str,
+        node_types: Sequence[str],
+        *,
+        limit: int,
+        vector: str | None,
+        candidates: int,
+    ) -> list[tuple[SearchHit, Admitted]]:
+        """Search hits (best first) with their admitted nodes; denied hits are dropped."""
+        hits = await search_in_transaction(
+            self._graph.conn, self._graph.scope, text, mode, list(node_types) or None, limit,
+            vector, candidates,
+        )  # fmt: skip
+        admitted = {a.node_id: a for a in await self.nodes([h.node_id for h in hits])}
+        return [(h, admitted[h.node_id]) for h in hits if h.node_id in admitted]

@@ -1,0 +1,112 @@
+"""The one owner of the read model: catch-up, the tenant snapshot, the log head, typed queries.
+
+Every service that reads the projected graph goes through a :class:`Reader` (``rt.reader()``):
+
+* ``catch_up()`` brings the projections up to the end of the log (the only way services do);
+* ``head()`` is the log head the projections catch up to;
+* ``snapshot()`` catches up, then opens one read-only REPEATABLE READ transaction scoped to the
+  tenant (row-level security) and yields a :class:`Snapshot` on it, so every query of one
+  service call sees the same state of the graph.
+
+Policy is inside: a :class:`Snapshot` hands out nodes only through :meth:`Snapshot.governed`,
+whose every node has passed ``kg.policies`` (denied ones dropped and counted), and context
+graphs only through :meth:`Snapshot.build`, whose builder applies the same policies. The raw
+projection reader stays private to this module, so a caller cannot forget the policies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+import asyncpg
+
+from kg.config import Scope
+from kg.db.tenancy import tenant_transaction
+from kg.policies.evaluate import Governance
+from kg.policies.model import Policy
+from kg.projections.graph_reader import GraphReader
+from kg.read.governed import Governed
+from kg.read.records import Records
+
+if TYPE_CHECKING:
+    from kg.context.request import ContextRequest
+    from kg.context.result import ContextGraph
+    from kg.embeddings.base import EmbeddingProvider
+
+
+async def _nothing_to_catch_up() -> int:
+    return 0
+
+
+class Snapshot:
+    """One consistent, read-only, tenant-scoped view of the projected graph."""
+
+    def __init__(self, conn: asyncpg.Connection, scope: Scope) -> None:
+        self.conn = conn
+        self.scope = scope
+        self._graph = GraphReader(conn, scope)
+        self._policies: dict[str, Policy] | None = None
+        #: context graphs, their usage, decisions and node existence (no node content)
+        self.records = Records(conn, scope)
+
+    async def governed(self) -> Governed:
+        """A policy-checked view for one query: its own tally of what the policies did."""
+        if self._policies is None:
+            self._policies = {p.policy_id: p for p in await self._graph.policies()}
+        return Governed(self._graph, Governance(dict(self._policies)))
+
+    async def build(
+        self, request: ContextRequest, embedder: EmbeddingProvider | None
+    ) -> ContextGraph:
+        """A context graph from this snapshot (policies applied by the builder; no event is
+        written)."""
+        from kg.context.builder import ContextBuilder  # the builder is only needed by builds
+
+        return await ContextBuilder(self._graph, embedder).build(request)
+
+
+class Reader:
+    """The read model of one scope on one pool (see the module docstring)."""
+
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        scope: Scope,
+        *,
+        catch_up: Callable[[], Awaitable[int]] = _nothing_to_catch_up,
+        head: Callable[[], Awaitable[int]] | None = None,
+    ) -> None:
+        self.pool = pool
+        self.scope = scope
+        self._catch_up = catch_up
+        self._head = head
+
+    async def catch_up(self) -> int:
+        """Bring every projection up to the end of the log; the number of events applied."""
+        return await self._catch_up()
+
+    async def head(self) -> int:
+        """The log head: the position the projections catch up to."""
+        if self._head is not None:
+            return await self._head()
+        from kg.events.store import log_head
+
+        return await log_head(self.pool)
+
+    @asynccontextmanager
+    async def snapshot(self, *, catch_up: bool = True) -> AsyncIterator[Snapshot]:
+        """Catch up (unless told not to), then one read-only snapshot scoped to the tenant."""
+        if catch_up:
+            await self.catch_up()
+        async with tenant_transaction(
+            self.pool, self.scope.tenant_id, isolation="repeatable_read", readonly=True
+        ) as conn:
+            yield Snapshot(conn, self.scope)
+
+    @asynccontextmanager
+    async def records(self, *, catch_up: bool = True) -> AsyncIterator[Records]:
+        """Only the record queries (context graphs, usage, decisions, node existence)."""
+        async with self.snapshot(catch_up=catch_up) as snap:
+            yield snap.records
