@@ -324,10 +324,10 @@ async def run_question(
     if method == "search":
         found = await query_knowledge_graph(rt, q.text, mode="hybrid", limit=SEARCH_LIMIT)
         ms = (time.perf_counter() - start) * 1000
-        nodes = [(r["node_id"], r.get("properties")) for r in found["results"]]
+        nodes = [(r.node_id, None) for r in found.results]
         return score(
             q, method, returned_sections(nodes), None,
-            estimate_tokens(json.dumps(found, ensure_ascii=False)), ms,
+            estimate_tokens(json.dumps(found.model_dump(), ensure_ascii=False)), ms,
         )  # fmt: skip
     if method == "bm25":
         assert bm25 is not None

@@ -136,3 +136,13 @@ async def shop(runtime: Runtime, scope: Scope) -> Runtime:
     await runtime.store.append(scope, "fixture:shop", SHOP)
     await runtime.catch_up()
     return runtime
+
+
+@pytest.fixture
+async def decided_shop(shop: Runtime) -> Runtime:
+    """The shop graph with two decisions over it, one of them denied by policy
+    (``tests.shop.decide_over_shop``)."""
+    from tests.shop import decide_over_shop
+
+    await decide_over_shop(shop)
+    return shop

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kg.events import EdgeAsserted, NodeAsserted, PolicyDefined
 from kg.events.base import DomainEvent
 from kg.policies.model import PolicyRule
+
+if TYPE_CHECKING:
+    from kg.runtime import Runtime
 
 
 def node(
@@ -62,3 +67,32 @@ SHOP: list[DomainEvent] = [
     edge("component:checkout", "GOVERNED_BY", "policy:checkout-actions"),
     edge("component:payments", "GOVERNED_BY", "policy:checkout-actions"),
 ]
+
+
+#: What no command or tool may ever show of the shop graph with its decisions: the denied
+#: vault's name and content, the redacted card document's content, and a decision a policy
+#: denies (its text).
+SECRETS = ("VAULT-SECRET-NAME", "VAULT-SECRET-CONTENT", "CARD-CONTENT", "HIDDEN-DECISION")
+
+
+async def decide_over_shop(rt: Runtime) -> str:
+    """Two decisions over the shop graph: ``decision:open``, informed by a context graph that
+    showed the redacted card document, and ``decision:hidden``, which supersedes it and which
+    a policy denies. Returns the context graph's id."""
+    from kg.context.service import build_context_graph, parse_request
+    from kg.decisions import record_decision
+
+    graph = await build_context_graph(rt, parse_request(anchors=["component:payments"]))
+    await record_decision(
+        rt, text="Charge cards through the gateway", decision_id="open",
+        context_graph_ids=[graph.context_graph_id], references=["document:card-data"],
+    )  # fmt: skip
+    await record_decision(
+        rt, text="HIDDEN-DECISION rotate the vault keys", decision_id="hidden",
+        context_graph_ids=[graph.context_graph_id], supersedes=["decision:open"],
+    )  # fmt: skip
+    await rt.store.append(
+        rt.scope, "fixture:hide", [edge("decision:hidden", "GOVERNED_BY", "policy:no-secrets")]
+    )
+    await rt.catch_up()
+    return graph.context_graph_id

@@ -73,8 +73,8 @@ async def test_replay_shows_the_graph_before_a_later_change(
         assert rt.as_of is not None and rt.as_of.position == history
         # Every read path runs unchanged against the past graph.
         neighbours = await get_entity_neighbors(rt, "component:a")
-        assert neighbours["node"]["name"] == "Alpha billing"
-        assert [n["node_id"] for n in neighbours["neighbors"]] == ["component:b"]
+        assert neighbours.node.name == "Alpha billing"
+        assert [n.node_id for n in neighbours.neighbors] == ["component:b"]
         hits = await search(rt.app_pool, scope, "Gamma", mode="fulltext")
         assert not hits.hits, "component:c did not exist yet"
         # The log itself is seen as it was.
@@ -90,7 +90,7 @@ async def test_replay_shows_the_graph_before_a_later_change(
         assert [r["node_id"] for r in rows] == ["component:a", "component:b"]
     # The live graph moved on.
     live = await get_entity_neighbors(runtime, "component:a")
-    assert live["node"]["name"] == "Alpha renamed" and live["neighbors"] == []
+    assert live.node.name == "Alpha renamed" and live.neighbors == []
 
 
 async def test_an_as_of_runtime_writes_nothing(

@@ -1,9 +1,11 @@
 """Every ``kg`` command applies the same policies as the MCP tools.
 
-Over the shop graph (a node denied by policy, one redacted), each command that reads the graph
-runs as a real subprocess and must never print the denied node's name or content, nor the
-redacted node's content. Every command of the CLI is either exercised here or listed as not
-reading the graph's content, with the reason: a new command cannot skip the question.
+Over the shop graph (a node denied by policy, one redacted, and two decisions, one of them
+denied: ``tests.shop.decide_over_shop``), each command that reads the graph runs as a real
+subprocess and must never print a denied node's name or content, nor the redacted node's
+content (``tests/mcp/test_tool_policy.py`` walks every MCP tool over the same graph). Every
+command of the CLI is either exercised here or listed as not reading the graph's content, with
+the reason: a new command cannot skip the question.
 """
 
 from __future__ import annotations
@@ -15,9 +17,8 @@ import pytest
 
 from kg.cli.app import COMMANDS, load_command
 from kg.runtime import Runtime
+from tests.shop import SECRETS
 from tests.support import cli_env, kg
-
-SECRETS = ("VAULT-SECRET-NAME", "VAULT-SECRET-CONTENT", "CARD-CONTENT")
 
 READS_THE_GRAPH: dict[str, list[tuple[str, ...]]] = {
     "query": [
@@ -37,12 +38,19 @@ READS_THE_GRAPH: dict[str, list[tuple[str, ...]]] = {
         ("context", "node", "component:vault"),
         ("context", "node", "document:card-data"),
     ],
-    "decision record": [("decision", "record", "use the vault", "--ref", "component:vault")],
-    "lineage": [
-        ("lineage", "decision:1", "--direction", "both"),
-        ("lineage", "decision:1", "--direction", "both", "--format", "mermaid"),
+    "decision record": [
+        ("decision", "record", "use the vault", "--ref", "component:vault"),
+        ("decision", "record", "again", "--supersedes", "decision:hidden"),
     ],
-    "audit report": [("audit", "report", "--decision", "decision:1", "-o", "-")],
+    "lineage": [
+        ("lineage", "decision:open", "--direction", "both"),
+        ("lineage", "decision:open", "--direction", "both", "--format", "mermaid"),
+        ("lineage", "decision:hidden", "--direction", "both"),
+    ],
+    "audit report": [
+        ("audit", "report", "--decision", "decision:open", "-o", "-"),
+        ("audit", "report", "--decision", "decision:hidden", "-o", "-"),
+    ],
 }
 
 # Commands that print no node names or content, and why.
@@ -84,7 +92,7 @@ def test_every_command_is_either_checked_for_leaks_or_declared_free_of_graph_con
     "argv", [a for runs in READS_THE_GRAPH.values() for a in runs], ids=" ".join
 )
 async def test_no_command_prints_what_a_policy_withholds(
-    shop: Runtime, db_url: str, tmp_path: Path, argv: tuple[str, ...]
+    decided_shop: Runtime, db_url: str, tmp_path: Path, argv: tuple[str, ...]
 ) -> None:
     out = kg(*argv, env=cli_env(db_url), cwd=tmp_path)
 

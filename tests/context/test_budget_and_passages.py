@@ -82,8 +82,8 @@ async def test_without_a_task_the_section_opens_at_its_start(prd: Runtime) -> No
 
 async def test_the_full_node_is_one_call_away(prd: Runtime) -> None:
     found = await get_node(prd, SECTION)
-    assert ANSWER in found["content"] and found["content_chars"] == len(found["content"])
-    assert found["breadcrumb"].endswith("Non-Functional Requirements > Performance")
+    assert ANSWER in found.content and found.content_chars == len(found.content)
+    assert found.breadcrumb.endswith("Non-Functional Requirements > Performance")
 
 
 async def test_get_node_keeps_policies(runtime: Runtime) -> None:
@@ -107,7 +107,7 @@ async def test_get_node_keeps_policies(runtime: Runtime) -> None:
         await get_node(runtime, "component:vault")
     assert "VAULT-SECRET" not in str(denied.value)
     card = await get_node(runtime, "document:card")
-    assert card["redacted"] and "CARD-CONTENT" not in json.dumps(card)
+    assert card.redacted and "CARD-CONTENT" not in card.model_dump_json()
 
 
 async def test_the_default_budget_bounds_rendering_and_structured_result(

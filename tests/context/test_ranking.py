@@ -60,7 +60,7 @@ async def test_the_defining_section_is_shown_and_its_copies_cited(runtime: Runti
     assert set(node.copies) >= {"section:docs/archive/webhooks.md#retries"}
 
     found = await query_knowledge_graph(runtime, task, limit=5)
-    hits = [r["node_id"] for r in found["results"]]
+    hits = [r.node_id for r in found.results]
     assert sum(1 for h in hits if h.endswith("#retries")) == 1
     assert "section:docs/archive/webhooks.md#retries" not in hits
 
@@ -74,7 +74,7 @@ async def test_full_text_matches_a_question_that_lacks_some_words(runtime: Runti
     found = await query_knowledge_graph(
         runtime, "how many days until the platform gives up on webhook retries", mode="fulltext"
     )
-    assert found["results"][0]["node_id"] == "section:docs/webhooks.md#retries"
+    assert found.results[0].node_id == "section:docs/webhooks.md#retries"
 
 
 def test_a_multi_part_question_splits_at_its_parts() -> None:

@@ -39,6 +39,7 @@ from mcp_server.models import (
     PathOut,
     SearchHitOut,
     SearchOut,
+    inline_refs,
 )
 from mcp_server.server import create_server
 
@@ -76,33 +77,34 @@ def test_enumerated_arguments_are_the_applications_own() -> None:
     assert set(choices(tools.query_knowledge_graph, "mode")) == set(search.MODES)
 
 
-def assert_covered(data: dict[str, Any], model: type[BaseModel]) -> None:
-    missing = set(data) - set(model.model_fields)
-    assert not missing, f"{model.__name__} drops {missing}"
-
-
-async def test_graph_query_results_fit_their_models(shop: Runtime) -> None:
+async def test_graph_queries_return_the_models_the_tools_publish(shop: Runtime) -> None:
+    """One declaration: the application's results are the tools' output models (and the CLI
+    prints the same objects), so no field can be lost between them."""
     found = await graph_queries.query_knowledge_graph(shop, "card gateway", limit=5)
-    assert_covered(found, SearchOut)
-    for hit in found["results"]:
-        assert_covered(hit, SearchHitOut)
+    assert type(found) is SearchOut and found.results
+    assert all(type(hit) is SearchHitOut for hit in found.results)
 
     near = await graph_queries.get_entity_neighbors(shop, "component:payments", depth=2)
-    assert_covered(near, NeighborsOut)
-    assert_covered(near["node"], NodeView)
-    for neighbour in near["neighbors"]:
-        assert_covered(neighbour, NeighborOut)
-    for edge in near["edges"]:
-        assert_covered(edge, EdgeView)
+    assert type(near) is NeighborsOut and type(near.node) is NodeView
+    assert near.neighbors and all(type(n) is NeighborOut for n in near.neighbors)
+    assert near.edges and all(type(e) is EdgeView for e in near.edges)
 
     whole = await graph_queries.get_node(shop, "component:payments")
-    assert_covered(whole, NodeOut)
+    assert type(whole) is NodeOut and whole.content_chars == len(whole.content)
 
     for target in ("document:card-data", "component:hsm"):
         path = await graph_queries.find_path(shop, "component:checkout", target)
-        assert_covered(path, PathOut)
-        for node in path["nodes"]:
-            assert_covered(node, NodeView)
+        assert type(path) is PathOut
+        assert all(type(node) is NodeView for node in path.nodes)
+
+    listed = {t.name: t.output_schema for t in await create_server().list_tools()}
+    for tool, model in (
+        ("query_knowledge_graph", SearchOut),
+        ("get_entity_neighbors", NeighborsOut),
+        ("get_node", NodeOut),
+        ("find_path", PathOut),
+    ):
+        assert listed[tool] == inline_refs(model.model_json_schema()), tool
 
 
 async def test_a_context_graph_as_data_is_exactly_its_published_schema(shop: Runtime) -> None:
