@@ -15,7 +15,7 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
 
@@ -35,7 +35,9 @@ from kg.embeddings import EmbeddingProvider, provider_from_config
 from kg.errors import SchemaNotReadyError
 from kg.events import EventStore
 from kg.projections import ProjectionContext, ProjectionRunner, default_projections
-from kg.read.reader import Reader
+
+if TYPE_CHECKING:
+    from kg.read.reader import Reader
 
 
 @dataclass
@@ -75,6 +77,8 @@ class Runtime:
         """The read model of this runtime's scope: every service reads the graph through it
         (catch-up, the tenant snapshot, the log head, typed and policy-checked queries)."""
         if self._reader is None:
+            from kg.read.reader import Reader  # the read path loads with the first read
+
             self._reader = Reader(
                 self.app_pool,
                 self.scope,

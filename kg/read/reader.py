@@ -24,16 +24,19 @@ import asyncpg
 
 from kg.config import Scope
 from kg.db.tenancy import tenant_transaction
-from kg.policies.evaluate import Governance
-from kg.policies.model import Policy
-from kg.projections.graph_reader import GraphReader
-from kg.read.governed import Governed
 from kg.read.records import Records
 
 if TYPE_CHECKING:
     from kg.context.request import ContextRequest
     from kg.context.result import ContextGraph
     from kg.embeddings.base import EmbeddingProvider
+    from kg.policies.model import Policy
+    from kg.projections.graph_reader import GraphReader
+    from kg.read.governed import Governed
+
+# The graph side (projection reader, policies, models, builder) is imported on first use: a
+# sync's comparison reads only need the snapshot's connection, and a commit's post-commit sync
+# pays for every module it imports.
 
 
 async def _nothing_to_catch_up() -> int:
@@ -46,13 +49,24 @@ class Snapshot:
     def __init__(self, conn: asyncpg.Connection, scope: Scope) -> None:
         self.conn = conn
         self.scope = scope
-        self._graph = GraphReader(conn, scope)
+        self._reader: GraphReader | None = None
         self._policies: dict[str, Policy] | None = None
         #: context graphs, their usage, decisions and node existence (no node content)
         self.records = Records(conn, scope)
 
+    @property
+    def _graph(self) -> GraphReader:
+        if self._reader is None:
+            from kg.projections.graph_reader import GraphReader
+
+            self._reader = GraphReader(self.conn, self.scope)
+        return self._reader
+
     async def governed(self) -> Governed:
         """A policy-checked view for one query: its own tally of what the policies did."""
+        from kg.policies.evaluate import Governance
+        from kg.read.governed import Governed
+
         if self._policies is None:
             self._policies = {p.policy_id: p for p in await self._graph.policies()}
         return Governed(self._graph, Governance(dict(self._policies)))
