@@ -163,13 +163,12 @@ async def build_report(rt: Runtime, decision: str, checkpoints: list[Checkpoint]
 
     from kg.audit.evidence import build_proof, check_checkpoint, subject_events
     from kg.audit.verify import verify_tenant
-    from kg.db.tenancy import tenant_transaction
     from kg.lineage import trace_decision_lineage
 
     node_id = decision if decision.startswith("decision:") else f"decision:{decision}"
     lineage = await trace_decision_lineage(rt, node_id, "upstream", 3)
-    async with tenant_transaction(rt.app_pool, rt.scope.tenant_id) as conn:
-        events = await subject_events(conn, rt.scope, node_id)
+    async with rt.reader().snapshot(catch_up=False) as snap:  # the lineage caught up
+        events = await subject_events(snap.conn, rt.scope, node_id)
     recorded = next(e for e in events if e.event_type == "DecisionRecorded")
     graphs = [
         GraphSummary(
