@@ -10,7 +10,7 @@ names the log position, time and actor that created it. Nodes pass through ``kg.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -153,6 +153,22 @@ class _Tracer:
             self.lineage.link(decision.id, older.id, "SUPERSEDES")
             await self.upstream(older, depth - 1)
 
+    async def hide_withheld_references(self) -> None:
+        """Drop from the decisions' ``supersedes`` the ids of decisions a policy denies (the
+        walk may not have reached them all: they are decided here, in one query)."""
+        named = {
+            s for step in self.lineage.steps.values() for s in step.details.get("supersedes", ())
+        }
+        await self.governed.nodes(sorted(named))
+        withheld = self.governed.withheld
+        for step_id, step in list(self.lineage.steps.items()):
+            ids = step.details.get("supersedes", ())
+            if withheld.intersection(ids):
+                kept = [s for s in ids if s not in withheld]
+                self.lineage.steps[step_id] = replace(
+                    step, details={**step.details, "supersedes": kept}
+                )
+
     async def nodes_and_sources(
         self, graphs: Sequence[GraphRecord], informed_by: set[str], with_sources: bool
     ) -> None:
@@ -236,5 +252,6 @@ async def trace_decision_lineage(
             await tracer.upstream(found[0], depth)
         if direction in ("downstream", "both"):
             await tracer.downstream(found[0], depth)
+        await tracer.hide_withheld_references()
     lineage.excluded_by_policy = governed.excluded
     return lineage

@@ -119,6 +119,14 @@ async def test_what_the_walk_reaches_is_there_in_its_allowed_form(
         )
         hidden = await c.call_tool("trace_decision_lineage", {"decision_id": "decision:hidden"})
         near = await c.call_tool("get_entity_neighbors", {"node_id": "decision:open"})
+        later = await c.call_tool(
+            "record_decision", {"text": "Rotate yearly", "supersedes": ["decision:hidden"]}
+        )
+        assert later.structured_content is not None
+        above = await c.call_tool(
+            "trace_decision_lineage",
+            {"decision_id": later.structured_content["decision_id"], "depth": 3},
+        )
     lineage = traced.structured_content
     assert lineage is not None and not traced.is_error
     steps = {s["id"]: s for s in lineage["steps"]}
@@ -129,3 +137,5 @@ async def test_what_the_walk_reaches_is_there_in_its_allowed_form(
     neighbours = near.structured_content
     assert neighbours is not None and neighbours["excluded_by_policy"] == 1
     assert "decision:hidden" not in {n["node_id"] for n in neighbours["neighbors"]}
+    # A visible decision superseding the denied one names nothing of it, not even its id.
+    assert not above.is_error and "decision:hidden" not in _everything(above)
