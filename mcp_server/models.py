@@ -1,7 +1,8 @@
 """The tools' structured outputs, as pydantic models so ``tools/list`` publishes their schemas.
 
-They mirror the application's result objects field for field (``tests/mcp`` checks that no
-field is lost); the descriptions are for the agent reading the schema.
+The graph queries' outputs are the read path's own result models (``kg.read.models``); the
+others mirror the application's result objects field for field (``tests/mcp`` checks that no
+field is lost). The descriptions are for the agent reading the schema.
 """
 
 from __future__ import annotations
