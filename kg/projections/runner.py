@@ -105,6 +105,13 @@ class ProjectionRunner:
         self.bulk_threshold = bulk_threshold
         self._indexes_checked = not maintain_indexes
         self._rows_ensured = False
+        # One catch-up of this runner at a time. A catch-up holds the checkpoint rows (FOR
+        # UPDATE) on one pooled connection and reads the log on another; concurrent catch-ups
+        # of one process (an MCP server answering several calls while events are pending)
+        # queued on those rows, one per connection, left the holder none: a deadlock. Queued
+        # here instead, a later caller finds the work done (lag 0) without a second pass.
+        # Other processes have their own pools and still meet at the row locks.
+        self._serial = asyncio.Lock()
 
     def _select(self, names: Sequence[str] | None) -> list[Projection]:
         if not names:
@@ -148,6 +155,12 @@ class ProjectionRunner:
         self, selected: list[Projection], until: int | None, bulk: bool | None
     ) -> int:
         """``bulk`` None: decide from the lag (at least ``bulk_threshold`` events behind)."""
+        async with self._serial:
+            return await self._catch_up_alone(selected, until, bulk)
+
+    async def _catch_up_alone(
+        self, selected: list[Projection], until: int | None, bulk: bool | None
+    ) -> int:
         async with self._pool.acquire() as conn:
             if not self._rows_ensured:
                 await self._ensure_rows(conn)
