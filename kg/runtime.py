@@ -83,7 +83,7 @@ class Runtime:
                 self.app_pool,
                 self.scope,
                 catch_up=lambda: self.runner.catch_up(),
-                head=self.system_store.head,
+                head=lambda: self.system_store.head(self.scope.tenant_id),
             )
         return self._reader
 

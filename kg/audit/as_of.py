@@ -1,16 +1,17 @@
 """Kept replays: the graph as it was at a past position, in its own schema, read-only.
 
-``kg audit replay --until P`` projects the log up to ``P`` into a schema and *freezes* it:
+``kg audit replay --until P`` projects one tenant's log up to its position ``P`` (positions are
+per tenant) into a schema and *freezes* it:
 
-* the log itself is seen as it was: the schema gets views ``kg_events`` (events up to ``P``),
-  ``kg_log_head`` (``P``), ``kg_chain_heads`` (each tenant's chain head at ``P``) and
-  ``kg_merkle_nodes`` (the Merkle subtrees completed by ``P``), which
+* the log itself is seen as it was: the schema gets views ``kg_events`` (the tenant's events up
+  to ``P``), ``kg_chain_heads`` (the tenant's chain head at ``P``) and ``kg_merkle_nodes`` (the
+  Merkle subtrees of its tree completed by ``P``), which
   shadow the public tables for any connection whose ``search_path`` puts the schema first, so
   lineage, the trail and ``kg audit verify`` also stop at ``P``;
 * tenancy holds: the projected tables get the row-level security policies of their public
   originals, and the application role only ``SELECT``;
-* a marker table ``kg_replay_info`` records the position, its time and what was asked for; a
-  schema without it (a replay that was interrupted) is refused.
+* a marker table ``kg_replay_info`` records the tenant, the position, its time and what was
+  asked for; a schema without it (a replay that was interrupted) is refused.
 
 ``KG_AS_OF_SCHEMA=<schema>`` (or ``kg --as-of <schema> ...``) makes :func:`kg.runtime.open_runtime`
 open both pools with that ``search_path`` and ``default_transaction_read_only``, and hand out a
@@ -48,20 +49,24 @@ class AsOfReadOnlyError(KgError):
 @dataclass(frozen=True)
 class AsOf:
     schema: str
+    tenant_id: str
     position: int
     recorded_at: datetime | None
     until: str
 
     def read_only(self, what: str = "append events") -> AsOfReadOnlyError:
         return AsOfReadOnlyError(
-            f"cannot {what}: kg is reading the replay schema {self.schema!r}, the graph as of "
-            f"position {self.position}, which is read-only. Unset {AS_OF_ENV} (or drop --as-of) "
-            "to work on the live graph."
+            f"cannot {what}: kg is reading the replay schema {self.schema!r}, the graph of "
+            f"tenant {self.tenant_id!r} as of its position {self.position}, which is read-only. "
+            f"Unset {AS_OF_ENV} (or drop --as-of) to work on the live graph."
         )
 
     def describe(self) -> str:
         when = f", recorded {self.recorded_at.isoformat()}" if self.recorded_at else ""
-        return f"schema {self.schema}: as of position {self.position}{when} (--until {self.until})"
+        return (
+            f"schema {self.schema}: tenant {self.tenant_id} as of position {self.position}{when} "
+            f"(--until {self.until})"
+        )
 
 
 def search_path(schema: str) -> str:
@@ -87,46 +92,56 @@ async def _copy_policies(conn: asyncpg.Connection, schema: str, table: str) -> N
         await conn.execute(sql)
 
 
-async def freeze_replay_schema(pool: asyncpg.Pool, schema: str, position: int, until: str) -> AsOf:
-    """Turn a finished replay at ``position`` into a kept, read-only, tenant-safe snapshot."""
+async def freeze_replay_schema(
+    pool: asyncpg.Pool, schema: str, tenant_id: str, position: int, until: str
+) -> AsOf:
+    """Turn a finished replay of ``tenant_id``'s log up to ``position`` into a kept, read-only,
+    tenant-safe snapshot."""
     q = f'"{check_schema_name(schema)}"'
     p = int(position)
     async with pool.acquire() as conn, conn.transaction():
+        t = await conn.fetchval("SELECT quote_literal($1::text)", tenant_id)
         recorded_at = await conn.fetchval(
-            "SELECT recorded_at FROM public.kg_events WHERE position = $1", p
+            "SELECT recorded_at FROM public.kg_events WHERE tenant_id = $1 AND position = $2",
+            tenant_id,
+            p,
         )
         await conn.execute(
             f"CREATE VIEW {q}.kg_events WITH (security_invoker = true) AS "
-            f"SELECT * FROM public.kg_events WHERE position <= {p}"
-        )
-        await conn.execute(
-            f"CREATE VIEW {q}.kg_log_head AS SELECT 1::smallint AS id, {p}::bigint AS position"
+            f"SELECT * FROM public.kg_events WHERE tenant_id = {t} AND position <= {p}"
         )
         await conn.execute(
             f"CREATE VIEW {q}.kg_chain_heads WITH (security_invoker = true) AS "
-            "SELECT DISTINCT ON (tenant_id) tenant_id, position, hash FROM public.kg_events "
-            f"WHERE position <= {p} ORDER BY tenant_id, position DESC"
+            "SELECT e.tenant_id, e.position, e.hash, least(h.gapless_after, e.position) "
+            "AS gapless_after FROM public.kg_chain_heads h "
+            "CROSS JOIN LATERAL (SELECT k.tenant_id, k.position, k.hash FROM public.kg_events k "
+            f"WHERE k.tenant_id = h.tenant_id AND k.position <= {p} "
+            "ORDER BY k.tenant_id, k.position DESC LIMIT 1) e "
+            f"WHERE h.tenant_id = {t}"
         )
         # The Merkle tree as it was: the subtrees completed by position p (migration 0012).
         await conn.execute(
             f"CREATE VIEW {q}.kg_merkle_nodes WITH (security_invoker = true) AS "
-            f"SELECT * FROM public.kg_merkle_nodes WHERE position <= {p}"
+            f"SELECT * FROM public.kg_merkle_nodes WHERE tenant_id = {t} AND position <= {p}"
         )
         for table in REPLAYED_TABLES:
             await _copy_policies(conn, schema, table)
         await conn.execute(
-            f"CREATE TABLE {q}.{INFO_TABLE} (position bigint NOT NULL, recorded_at timestamptz, "
-            "until_text text NOT NULL, created_at timestamptz NOT NULL DEFAULT now())"
+            f"CREATE TABLE {q}.{INFO_TABLE} (tenant_id text NOT NULL, position bigint NOT NULL, "
+            "recorded_at timestamptz, until_text text NOT NULL, "
+            "created_at timestamptz NOT NULL DEFAULT now())"
         )
         await conn.execute(
-            f"INSERT INTO {q}.{INFO_TABLE} (position, recorded_at, until_text) VALUES ($1, $2, $3)",
+            f"INSERT INTO {q}.{INFO_TABLE} (tenant_id, position, recorded_at, until_text) "
+            "VALUES ($1, $2, $3, $4)",
+            tenant_id,
             p,
             recorded_at,
             until,
         )
         await conn.execute(f"GRANT USAGE ON SCHEMA {q} TO kg_app")
         await conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA {q} TO kg_app")
-    return AsOf(schema, p, recorded_at, until)
+    return AsOf(schema, tenant_id, p, recorded_at, until)
 
 
 async def load_as_of(pool: asyncpg.Pool, schema: str, *, to_read: bool = True) -> AsOf:
@@ -134,9 +149,7 @@ async def load_as_of(pool: asyncpg.Pool, schema: str, *, to_read: bool = True) -
     is to be read, how to remake one an older kg made)."""
     q = f'"{check_schema_name(schema)}"'
     try:
-        row = await pool.fetchrow(
-            f"SELECT position, recorded_at, until_text FROM {q}.{INFO_TABLE} LIMIT 1"
-        )
+        row = await pool.fetchrow(f"SELECT * FROM {q}.{INFO_TABLE} LIMIT 1")
     except (asyncpg.UndefinedTableError, asyncpg.InvalidSchemaNameError):
         row = None
     if row is None:
@@ -147,10 +160,16 @@ async def load_as_of(pool: asyncpg.Pool, schema: str, *, to_read: bool = True) -
         )
     # A replay kept from before migration 0006 has no full-text function of its own, and
     # unqualified calls would reach public's, i.e. today's graph instead of the replay's.
-    current = not to_read or await pool.fetchval(
-        "SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
-        "WHERE n.nspname = $1 AND p.proname = 'kg_fulltext_matches'",
-        schema,
+    # A replay kept before positions were per tenant (migration 0013) covers every tenant at a
+    # global position: today's tables and tools cannot read it.
+    per_tenant = "tenant_id" in dict(row.items())
+    current = not to_read or (
+        per_tenant
+        and await pool.fetchval(
+            "SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+            "WHERE n.nspname = $1 AND p.proname = 'kg_fulltext_matches'",
+            schema,
+        )
     )
     if not current:
         raise ConfigurationError(
@@ -158,7 +177,8 @@ async def load_as_of(pool: asyncpg.Pool, schema: str, *, to_read: bool = True) -
             f"correctly. Make it again: `kg audit replay --until {row['until_text']} "
             f"--schema {schema}` (after `kg audit replay --drop {schema}`)"
         )
-    return AsOf(schema, int(row["position"]), row["recorded_at"], row["until_text"])
+    tenant = row["tenant_id"] if per_tenant else "(every tenant: made before per-tenant order)"
+    return AsOf(schema, tenant, int(row["position"]), row["recorded_at"], row["until_text"])
 
 
 async def list_replays(pool: asyncpg.Pool) -> list[AsOf]:
@@ -205,11 +225,15 @@ class FrozenProjectionRunner(ProjectionRunner):
         super().__init__(pool, projections, ctx, maintain_indexes=False)
         self.as_of = as_of
 
-    async def _ensure_rows(self, conn: asyncpg.Connection) -> None:
+    async def _ensure_rows(self, conn: asyncpg.Connection, tenants: Sequence[str]) -> None:
         return None  # the replay wrote every checkpoint row; the transaction is read-only
 
     async def catch_up(
-        self, names: Sequence[str] | None = None, *, until: int | None = None
+        self,
+        names: Sequence[str] | None = None,
+        *,
+        tenant_id: str | None = None,
+        until: int | None = None,
     ) -> int:
         return 0
 

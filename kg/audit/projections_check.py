@@ -1,7 +1,8 @@
 """``kg audit verify --projections``: every projection equals a fresh replay of the log.
 
 The live projections' digests and checkpoints are read in one snapshot; a scratch schema then
-replays each projection up to exactly its checkpoint, and the digests of every row are compared.
+replays each projection up to exactly its checkpoints (one per tenant: positions are per
+tenant), and the digests of every row are compared.
 A difference means a projection row was changed behind the log's back (or a projection is not
 deterministic); the report names a few of the differing rows by key.
 """
@@ -74,9 +75,16 @@ async def verify_projections(
     names = [p.name for p in default_projections() if p.name in TABLE_KEYS]
     async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read"):
         rows = await conn.fetch(
-            "SELECT name, position FROM projection_checkpoints WHERE name = ANY($1)", names
+            "SELECT tenant_id, name, position FROM projection_checkpoints "
+            "WHERE name = ANY($1) AND ($2::text IS NULL OR tenant_id = $2) "
+            "ORDER BY tenant_id, name",
+            names,
+            tenant_id,
         )
-        positions = {r["name"]: int(r["position"]) for r in rows}
+        # Positions are per tenant: each tenant's rows are replayed up to its own checkpoint.
+        checkpoints: dict[str, dict[str, int]] = {name: {} for name in names}
+        for r in rows:
+            checkpoints[r["name"]][r["tenant_id"]] = int(r["position"])
         live = {name: await table_digest(conn, name, tenant_id) for name in names}
     schema = f"kg_verify_{uuid.uuid4().hex[:12]}"
     await create_replay_schema(pool, schema)
@@ -86,9 +94,10 @@ async def verify_projections(
             runner = ProjectionRunner(
                 scratch, default_projections(), ProjectionContext(embedder), maintain_indexes=False
             )
-            for name in sorted(names, key=lambda n: positions.get(n, 0)):
-                position = positions.get(name, 0)
-                await runner.catch_up([name], until=position)
+            for name in names:
+                for tenant, until in checkpoints[name].items():
+                    await runner.catch_up([name], tenant_id=tenant, until=until)
+                position = max(checkpoints[name].values(), default=0)
                 replayed = await table_digest(scratch, name, tenant_id)
                 differing: tuple[str, ...] = ()
                 if replayed != live[name]:

@@ -74,10 +74,13 @@ async def schema_pool(
         await pool.close()
 
 
-async def replay(url: str, schema: str, until: int, embedder: EmbeddingProvider) -> int:
-    """Project the log up to position ``until`` into ``schema`` (created beforehand)."""
+async def replay(
+    url: str, schema: str, tenant_id: str, until: int, embedder: EmbeddingProvider
+) -> int:
+    """Project ``tenant_id``'s log up to its position ``until`` into ``schema`` (created
+    beforehand)."""
     async with schema_pool(url, schema) as pool:
         runner = ProjectionRunner(
             pool, default_projections(), ProjectionContext(embedder), maintain_indexes=False
         )
-        return await runner.catch_up(until=until)
+        return await runner.catch_up(tenant_id=tenant_id, until=until)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 import asyncpg
@@ -10,13 +11,14 @@ from kg.audit.as_of import AsOf, freeze_replay_schema
 from kg.audit.replay import check_schema_name, create_replay_schema, drop_replay_schema, replay
 from kg.embeddings.base import EmbeddingProvider
 from kg.errors import ValidationError
-from kg.events.store import LOG_HEAD, log_head
+from kg.events.store import log_head, log_head_sql
 
-# The longest prefix of the log recorded at or before the time. Positions follow commit order,
-# but recorded_at is taken just before an append waits for the log lock, so times are not
-# strictly monotonic in position; a prefix is what "the log as it was" can mean.
+# The longest prefix of the tenant's log recorded at or before the time. Positions follow
+# commit order, but recorded_at is taken just before an append waits for the tenant's lock, so
+# times are not strictly monotonic in position; a prefix is what "the log as it was" can mean.
 _POSITION_AT = f"""
-SELECT coalesce((SELECT min(position) - 1 FROM kg_events WHERE recorded_at > $1), {LOG_HEAD})
+SELECT coalesce((SELECT min(position) - 1 FROM kg_events WHERE tenant_id = $1 AND recorded_at > $2),
+                {log_head_sql("$1")})
 """
 
 
@@ -32,17 +34,24 @@ def parse_time(text: str) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-async def resolve_until(pool: asyncpg.Pool, until: str) -> int:
-    """A position (digits) or a time (ISO-8601) as a position of the global log."""
-    head = await log_head(pool)
+async def resolve_until(pool: asyncpg.Pool, tenant_id: str, until: str) -> int:
+    """A position (digits) or a time (ISO-8601) as a position of ``tenant_id``'s log."""
+    head = await log_head(pool, tenant_id)
     if until.strip().isdigit():
         position = int(until)
         if position > head:
             raise ValidationError(
-                f"position {position} is beyond the end of the log (last position {head})"
+                f"position {position} is beyond the end of tenant {tenant_id!r}'s log (last "
+                f"position {head}); positions are per tenant"
             )
         return position
-    return int(await pool.fetchval(_POSITION_AT, parse_time(until)))
+    return int(await pool.fetchval(_POSITION_AT, tenant_id, parse_time(until)))
+
+
+def default_schema(tenant_id: str, position: int) -> str:
+    """``kg_asof_<tenant>_<position>``, the tenant id folded to what a schema name allows."""
+    slug = re.sub(r"[^a-z0-9_]+", "_", tenant_id.lower()).strip("_")[:30] or "tenant"
+    return f"kg_asof_{slug}_{position}"
 
 
 async def schema_exists(pool: asyncpg.Pool, schema: str) -> bool:
@@ -57,11 +66,14 @@ async def materialise(
     until: str,
     embedder: EmbeddingProvider,
     schema: str | None = None,
+    *,
+    tenant_id: str,
 ) -> tuple[AsOf, int]:
-    """Replay the log up to ``until`` into ``schema`` (default ``kg_asof_<position>``) and keep
-    it, frozen; returns it and the number of events replayed. ``pool`` is the system pool."""
-    position = await resolve_until(pool, until)
-    schema = check_schema_name(schema or f"kg_asof_{position}")
+    """Replay ``tenant_id``'s log up to ``until`` into ``schema`` (default
+    ``kg_asof_<tenant>_<position>``) and keep it, frozen; returns it and the number of events
+    replayed. ``pool`` is the system pool."""
+    position = await resolve_until(pool, tenant_id, until)
+    schema = check_schema_name(schema or default_schema(tenant_id, position))
     if await schema_exists(pool, schema):
         raise ValidationError(
             f"schema {schema!r} already exists: pass another --schema, or drop it first with "
@@ -69,8 +81,8 @@ async def materialise(
         )
     await create_replay_schema(pool, schema)
     try:
-        applied = await replay(url, schema, position, embedder)
-        as_of = await freeze_replay_schema(pool, schema, position, until)
+        applied = await replay(url, schema, tenant_id, position, embedder)
+        as_of = await freeze_replay_schema(pool, schema, tenant_id, position, until)
     except BaseException:
         await drop_replay_schema(pool, schema)
         raise

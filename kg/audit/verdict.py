@@ -42,7 +42,7 @@ class AuditVerdict:
             missing = ", ".join(map(str, self.gaps))
             yield (
                 False,
-                f"BROKEN: the global log is missing position(s) {missing}: events were removed",
+                f"BROKEN: the tenant's log is missing position(s) {missing}: events were removed",
             )
         for check in self.projections:
             yield check.ok, str(check)
@@ -51,11 +51,11 @@ class AuditVerdict:
 async def audit(
     rt: Runtime, *, held: Sequence[Checkpoint] = (), projections: bool = False
 ) -> AuditVerdict:
-    """Verify the tenant's chain and tree, the global positions, each held checkpoint and, with
+    """Verify the tenant's chain, tree and gapless positions, each held checkpoint and, with
     ``projections``, every projection against a replay (live graph only)."""
     tenant = rt.scope.tenant_id
     chain = await verify_tenant(rt.app_pool, tenant)
-    gaps = tuple(await find_position_gaps(rt.system_pool))
+    gaps = tuple(await find_position_gaps(rt.app_pool, tenant))
     results = tuple([await check_checkpoint(rt.app_pool, tenant, cp) for cp in held])
     checks: tuple[ProjectionCheck, ...] = ()
     if projections:

@@ -214,22 +214,30 @@ def head_problem(
     )
 
 
-async def find_position_gaps(pool: asyncpg.Pool, *, limit: int = 10) -> list[int]:
-    """First missing position of each gap in the global log, including removed tail events.
+async def find_position_gaps(pool: asyncpg.Pool, tenant_id: str, *, limit: int = 10) -> list[int]:
+    """First missing position of each gap in ``tenant_id``'s log, including removed tail
+    events (the head row records a position beyond the last event).
 
-    Needs the system pool: the global log spans tenants.
+    Positions are gapless per tenant after ``kg_chain_heads.gapless_after``: the history
+    written before per-tenant order (migration 0013) kept its global positions, whose gaps
+    are other tenants' events; the hash chain covers that part.
     """
-    rows = await pool.fetch(
-        """
-        SELECT g.prev + 1 AS missing FROM (
-            SELECT position, lag(position, 1, 0::bigint) OVER (ORDER BY position) AS prev
-              FROM kg_events
-        ) g WHERE g.position <> g.prev + 1
-        UNION ALL
-        SELECT coalesce((SELECT max(position) FROM kg_events), 0) + 1
-          FROM kg_log_head WHERE position > coalesce((SELECT max(position) FROM kg_events), 0)
-        ORDER BY 1 LIMIT $1
-        """,
-        limit,
-    )
+    async with tenant_transaction(pool, tenant_id, isolation="repeatable_read") as conn:
+        rows = await conn.fetch(
+            """
+            WITH h AS (SELECT position, gapless_after FROM kg_chain_heads WHERE tenant_id = $1),
+            t AS (SELECT coalesce(max(position), 0) AS last FROM kg_events WHERE tenant_id = $1)
+            SELECT g.prev + 1 AS missing FROM (
+                SELECT e.position, lag(e.position, 1, h.gapless_after)
+                       OVER (ORDER BY e.tenant_id, e.position) AS prev
+                  FROM kg_events e, h
+                 WHERE e.tenant_id = $1 AND e.position > h.gapless_after
+            ) g WHERE g.position <> g.prev + 1
+            UNION ALL
+            SELECT t.last + 1 FROM h, t WHERE h.position > t.last
+            ORDER BY 1 LIMIT $2
+            """,
+            tenant_id,
+            limit,
+        )
     return [int(r["missing"]) for r in rows]

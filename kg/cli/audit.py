@@ -71,10 +71,14 @@ def verify(
 @audit_app.command("replay")
 def replay(
     until: str = typer.Option(
-        None, "--until", help="A log POSITION, or an ISO-8601 TIME (no zone: UTC)."
+        None,
+        "--until",
+        help="A POSITION in the tenant's log, or an ISO-8601 TIME (no zone: UTC).",
     ),
     schema: str = typer.Option(
-        None, "--schema", help="Schema to keep the replay in (default: kg_asof_<position>)."
+        None,
+        "--schema",
+        help="Schema to keep the replay in (default: kg_asof_<tenant>_<position>).",
     ),
     list_them: bool = typer.Option(False, "--list", help="List the kept replays."),
     drop: str = typer.Option(None, "--drop", metavar="SCHEMA", help="Drop a kept replay."),
@@ -100,7 +104,9 @@ def replay(
                 await drop_kept(rt.system_pool, drop)
                 console.print(f"dropped {drop}")
                 return
-            as_of, applied = await materialise(rt.system_pool, rt.url, until, rt.embedder, schema)
+            as_of, applied = await materialise(
+                rt.system_pool, rt.url, until, rt.embedder, schema, tenant_id=rt.scope.tenant_id
+            )
         console.print(
             f"replayed {applied} events into {as_of.describe()}\n"
             f"read it with: kg --as-of {as_of.schema} <command>  (or {AS_OF_ENV}="

@@ -17,14 +17,14 @@ projections_app = typer.Typer(
 
 @projections_app.command("status")
 def status() -> None:
-    """Each projection's checkpoint position and its lag behind the log."""
+    """Each projection's checkpoint in the tenant's log and its lag behind that log."""
 
     async def go() -> None:
         from kg.runtime import open_runtime
 
         async with open_runtime() as rt:
             table = Table("projection", "position", "lag")
-            for s in await rt.runner.status():
+            for s in await rt.runner.status(rt.scope.tenant_id):
                 table.add_row(s.name, str(s.position), str(s.lag))
             console.print(table)
 

@@ -8,7 +8,7 @@ from kg.runtime import Runtime
 
 
 async def print_extras(rt: Runtime) -> None:
-    for s in await rt.runner.status():
+    for s in await rt.runner.status(rt.scope.tenant_id):
         console.print(f"projection:    {s.name} at {s.position} (lag {s.lag})")
     embedder = rt.embedder
     async with rt.system_pool.acquire() as conn:

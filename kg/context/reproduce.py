@@ -74,7 +74,7 @@ async def reproduce_context_graph(rt: Runtime, context_graph_id: str) -> Reprodu
     schema = f"kg_repro_{uuid.uuid4().hex[:12]}"
     await create_replay_schema(rt.system_pool, schema)
     try:
-        await replay(rt.url, schema, as_of, rt.embedder)
+        await replay(rt.url, schema, rt.scope.tenant_id, as_of, rt.embedder)
         async with schema_pool(rt.url, schema) as pool:
             graph = await build_in_snapshot(pool, rt.scope, request, embedder)
     finally:

@@ -1,9 +1,12 @@
 """The event store: append, read and subscribe on PostgreSQL through asyncpg.
 
-An append is one transaction of four round trips whatever the batch size: lock the log head
-(which serialises appends, so positions follow commit order without gaps), check the stream
-version and the idempotency key under that lock, insert the batch with ``unnest`` and move the
-heads, commit. ``NOTIFY kg_events`` fires at commit to wake subscribers.
+Positions are per tenant (migration 0013): each tenant's log has its own gapless,
+commit-ordered positions, handed out under a lock of the tenant's row in ``kg_chain_heads``, so
+tenants never wait on each other. An append is one transaction of four round trips whatever the
+batch size: lock the tenant's head (which serialises that tenant's appends, so its positions
+follow commit order without gaps), check the stream version and the idempotency key under that
+lock, insert the batch with ``unnest`` and move the head, commit. ``NOTIFY kg_events`` fires at
+commit to wake subscribers.
 """
 
 from __future__ import annotations
@@ -50,9 +53,9 @@ EVENT_COLUMNS = (
 # The columns of RecordedEvent, in its field order.
 SELECT_EVENT = EVENT_COLUMNS.replace("event_id", "event_id::text")
 
-# Both functions are SECURITY DEFINER (migration 0009): the application role has no other way
-# to append or move a head. The lock function reads the chain head after the lock was granted;
-# the append function refuses positions or hash links that do not continue the locked heads.
+# Both functions are SECURITY DEFINER (migrations 0009, 0013): the application role has no other
+# way to append or move a head. The lock function locks the tenant's head row (position and
+# chain hash); the append function refuses positions or hash links that do not continue it.
 _LOCK_HEAD = "SELECT head, chain_hash FROM kg_append_lock($1)"
 
 _VERSIONS = """
@@ -74,14 +77,20 @@ SELECT kg_append_events($3, $4, $5, $14, $1::bigint[], $2::uuid[], $6::text[], $
 """
 
 
-# The newest position of the whole log: the one place that spells it (per-tenant order will
-# change it here only).
-LOG_HEAD = "(SELECT position FROM kg_log_head WHERE id = 1)"
+# The newest committed position of one tenant's log: the one place that spells it. ``{tenant}``
+# is the SQL expression of the tenant id (a parameter such as ``$1``, or a column).
+LOG_HEAD = "coalesce((SELECT h.position FROM kg_chain_heads h WHERE h.tenant_id = {tenant}), 0)"
 
 
-async def log_head(conn: asyncpg.Connection | asyncpg.Pool) -> int:
-    """The newest committed position of the log (needs the system pool or a tenant scope)."""
-    return int(await conn.fetchval(f"SELECT {LOG_HEAD}") or 0)
+def log_head_sql(tenant: str) -> str:
+    """:data:`LOG_HEAD` for the tenant id given by the SQL expression ``tenant``."""
+    return LOG_HEAD.format(tenant=tenant)
+
+
+async def log_head(conn: asyncpg.Connection | asyncpg.Pool, tenant_id: str) -> int:
+    """The newest committed position of ``tenant_id``'s log (system pool, or a connection in a
+    transaction scoped to that tenant)."""
+    return int(await conn.fetchval(f"SELECT {log_head_sql('$1')}", tenant_id) or 0)
 
 
 @dataclass(frozen=True)
@@ -238,18 +247,32 @@ class EventStore:
             ) from exc
 
     async def read_all(
-        self, after: int = 0, *, limit: int = 1000, scope: Scope | None = None
+        self,
+        after: int = 0,
+        *,
+        limit: int = 1000,
+        scope: Scope | None = None,
+        tenant_id: str | None = None,
     ) -> list[RecordedEvent]:
         """Events with position > ``after`` in position order, at most ``limit``.
 
-        With ``scope`` only that tenant's project is read. Without it the whole log is read,
-        which only the system pool can do: under the application role RLS returns nothing.
+        Positions are per tenant, so a read is of one tenant: with ``scope`` that tenant's
+        project, with ``tenant_id`` all of that tenant's projects (under the application role
+        only within its tenant scope: RLS returns nothing otherwise).
         """
+        if (scope is None) == (tenant_id is None):
+            raise ValidationError(
+                "read_all reads one tenant's log: pass either scope or tenant_id (positions are "
+                "per tenant)"
+            )
         async with self._pool.acquire() as conn, conn.transaction():
             if scope is None:
+                assert tenant_id is not None
+                await set_tenant(conn, tenant_id)
                 rows = await conn.fetch(
-                    f"SELECT {SELECT_EVENT} FROM kg_events WHERE position > $1 "
-                    "ORDER BY position LIMIT $2",
+                    f"SELECT {SELECT_EVENT} FROM kg_events WHERE tenant_id = $1 "
+                    "AND position > $2 ORDER BY tenant_id, position LIMIT $3",
+                    tenant_id,
                     after,
                     limit,
                 )
@@ -280,15 +303,26 @@ class EventStore:
             )
         return [record_from_row(r) for r in rows]
 
-    async def head(self) -> int:
-        """The log head: the newest committed position (0 for an empty log)."""
-        return await log_head(self._pool)
+    async def head(self, tenant_id: str) -> int:
+        """The head of ``tenant_id``'s log: its newest committed position (0 for none)."""
+        async with self._pool.acquire() as conn, conn.transaction():
+            await set_tenant(conn, tenant_id)
+            return await log_head(conn, tenant_id)
 
-    async def last_position(self, scope: Scope | None = None) -> int:
-        """The newest position: of the whole log, or of one tenant's project."""
+    async def last_position(
+        self, scope: Scope | None = None, *, tenant_id: str | None = None
+    ) -> int:
+        """The newest position of one tenant's project (``scope``) or of the whole tenant
+        (``tenant_id``): positions are per tenant."""
+        if (scope is None) == (tenant_id is None):
+            raise ValidationError(
+                "last_position is of one tenant's log: pass either scope or tenant_id"
+            )
         async with self._pool.acquire() as conn, conn.transaction():
             if scope is None:
-                value = await log_head(conn)
+                assert tenant_id is not None
+                await set_tenant(conn, tenant_id)
+                value = await log_head(conn, tenant_id)
             else:
                 await set_tenant(conn, scope.tenant_id)
                 value = await conn.fetchval(
@@ -332,10 +366,12 @@ class EventStore:
         after: int = 0,
         *,
         scope: Scope | None = None,
+        tenant_id: str | None = None,
         batch_size: int = 1000,
         poll_interval: float = 1.0,
     ) -> AsyncIterator[list[RecordedEvent]]:
-        """Yield batches of new events forever, starting after ``after``.
+        """Yield batches of new events of one tenant (``scope``: its project, or
+        ``tenant_id``: all its projects) forever, starting after ``after``.
 
         A notification wakes the reader as soon as an append commits; the poll interval is the
         fallback when a notification is lost (connection trouble, a proxy dropping it).
@@ -344,7 +380,9 @@ class EventStore:
             position = after
             while True:
                 wake.clear()
-                batch = await self.read_all(position, limit=batch_size, scope=scope)
+                batch = await self.read_all(
+                    position, limit=batch_size, scope=scope, tenant_id=tenant_id
+                )
                 if batch:
                     position = batch[-1].position
                     yield batch
@@ -361,7 +399,7 @@ async def _append_locked(
     prepared: list[tuple[str, DomainEvent, str, str]],
     idempotency_key: str | None,
 ) -> list[AppendResult]:
-    """The append itself, under the log-head lock: checks, hash chain, one insert."""
+    """The append itself, under the lock of the tenant's head: checks, hash chain, one insert."""
     await set_tenant(conn, scope.tenant_id)
     head, prev_hash = await conn.fetchrow(_LOCK_HEAD, scope.tenant_id)
     if idempotency_key is not None:

@@ -223,7 +223,7 @@ class Pipeline:
         async with state.scoped(self.rt.app_pool, self.scope) as conn:
             heads = await state.stream_heads(conn, self.scope, streams)
             behind = max((p for _, p in heads.values()), default=0) > await state.graph_position(
-                conn
+                conn, self.scope.tenant_id
             )
         if behind:  # another writer touched these files since our catch-up
             await self.rt.catch_up()

@@ -153,10 +153,12 @@ async def stream_heads(
     return heads
 
 
-async def graph_position(conn: asyncpg.Connection) -> int:
-    """The log position up to which both graph projections are current."""
+async def graph_position(conn: asyncpg.Connection, tenant_id: str) -> int:
+    """The position in ``tenant_id``'s log up to which both graph projections are current."""
     value = await conn.fetchval(
-        "SELECT min(position) FROM projection_checkpoints WHERE name IN ('kg_nodes', 'kg_edges')"
+        "SELECT min(position) FROM projection_checkpoints "
+        "WHERE tenant_id = $1 AND name IN ('kg_nodes', 'kg_edges')",
+        tenant_id,
     )
     return int(value or 0)
 
@@ -169,7 +171,7 @@ async def orphan_requirements(
     rows = await conn.fetch(
         """
         SELECT n.node_id FROM kg_nodes n
-          JOIN kg_events ev ON ev.position = n.first_position
+          JOIN kg_events ev ON ev.tenant_id = n.tenant_id AND ev.position = n.first_position
          WHERE n.tenant_id = $1 AND n.project_id = $2 AND n.node_id = ANY($3::text[])
            AND ev.stream_id LIKE 'doc:%'
            AND NOT EXISTS (SELECT 1 FROM kg_edges e WHERE e.tenant_id = $1

@@ -111,7 +111,7 @@ SELECT node_id, name, properties -> 'rule' AS rule, project_id
 _AS_OF = """
 SELECT c.position,
        (SELECT max(n.updated_at) FROM kg_nodes n WHERE n.tenant_id = $1 AND n.project_id = $2) AS at
-  FROM projection_checkpoints c WHERE c.name = 'kg_nodes'
+  FROM projection_checkpoints c WHERE c.tenant_id = $1 AND c.name = 'kg_nodes'
 """
 
 
@@ -130,7 +130,8 @@ class GraphReader:
         self.scope = scope
 
     async def as_of(self) -> tuple[int, datetime | None]:
-        """The log position the projection reflects, and the time of that event."""
+        """The position in the tenant's log that the projection reflects, and the time of the
+        project's newest node change."""
         row = await self.conn.fetchrow(_AS_OF, self.scope.tenant_id, self.scope.project_id)
         if row is None:
             return 0, None

@@ -7,8 +7,14 @@ never apply the same events twice.
 
 A long catch-up reads the next batch from the log (on another connection) while the current one
 is being written: the database and the Python side work at the same time. A prefetched batch is
-used only if it starts exactly at the checkpoint found under the lock; the log is append-only
-and gapless, so such a batch is exactly what a fresh read would return (or a prefix of it).
+used only if it starts exactly at the checkpoint found under the lock; a tenant's log is
+append-only and commit-ordered, so such a batch is exactly what a fresh read would return (or
+a prefix of it).
+
+Positions are per tenant (migration 0013): every projection has a checkpoint per tenant, and a
+catch-up replays each tenant that is ahead, one after the other. A tenant's history from before
+that migration keeps its global positions (with gaps); batches are ranges of positions, so a
+gap only makes a batch hold fewer events.
 
 A bulk catch-up (a rebuild, a large ingest) replays kg_nodes in a lane of its own that reads
 only the events it handles and builds its dropped indexes as soon as it is done, while the
@@ -26,12 +32,33 @@ import asyncpg
 
 from kg.errors import ValidationError
 from kg.events.envelope import RecordedEvent
-from kg.events.store import LOG_HEAD, SELECT_EVENT, EventStore, log_head, record_from_row
+from kg.events.store import SELECT_EVENT, EventStore, log_head, record_from_row
 from kg.projections.base import Projection, ProjectionContext
+
+_READ_RANGE = f"""
+SELECT {SELECT_EVENT} FROM kg_events
+ WHERE tenant_id = $1 AND position > $2 AND position <= $3 ORDER BY tenant_id, position
+"""
 
 _READ_TYPES = f"""
 SELECT {SELECT_EVENT} FROM kg_events
- WHERE position > $1 AND position <= $2 AND event_type = ANY($3) ORDER BY position
+ WHERE tenant_id = $1 AND position > $2 AND position <= $3 AND event_type = ANY($4)
+ ORDER BY tenant_id, position
+"""
+
+# The tenants whose log is ahead of some selected projection, with how far the slowest one has
+# got (a missing checkpoint row counts as 0). One row per tenant: the join is on tenant_id.
+_BEHIND = """
+SELECT h.tenant_id, h.position AS head,
+       CASE WHEN count(c.name) < cardinality($1::text[]) THEN 0
+            ELSE min(c.position) END AS seen
+  FROM kg_chain_heads h
+  LEFT JOIN projection_checkpoints c ON c.tenant_id = h.tenant_id AND c.name = ANY($1::text[])
+ WHERE $2::text IS NULL OR h.tenant_id = $2
+ GROUP BY h.tenant_id, h.position
+HAVING h.position > CASE WHEN count(c.name) < cardinality($1::text[]) THEN 0
+                         ELSE min(c.position) END
+ ORDER BY h.tenant_id
 """
 
 
@@ -49,7 +76,7 @@ def _event_types(projections: Sequence[Projection]) -> list[str] | None:
 
 @dataclass(frozen=True)
 class _Batch:
-    """The events of the log positions (``after``, ``end``] that the projections read."""
+    """The events of a tenant's log positions (``after``, ``end``] that the projections read."""
 
     after: int
     end: int
@@ -58,8 +85,9 @@ class _Batch:
 
 @dataclass
 class _Prefetch:
-    """A read of ``limit`` positions after position ``after``, started ahead of time."""
+    """A read of ``limit`` positions of ``tenant_id`` after ``after``, started ahead of time."""
 
+    tenant_id: str
     after: int
     limit: int
     task: asyncio.Task[_Batch]
@@ -72,6 +100,8 @@ class _Prefetch:
 
 @dataclass(frozen=True)
 class ProjectionStatus:
+    """How far a projection has got in one tenant's log."""
+
     name: str
     position: int
     head: int
@@ -81,11 +111,26 @@ class ProjectionStatus:
         return self.head - self.position
 
 
+@dataclass(frozen=True)
+class _Behind:
+    """A tenant whose log is ahead of a projection: its head when looked at (``until`` is
+    where its replay stops, None for wherever its head is by then)."""
+
+    tenant_id: str
+    head: int
+    seen: int
+    until: int | None
+
+
 # A catch-up that applied at least this many events refreshes the tables' statistics.
 ANALYZE_AFTER = 1000
 
 
 class ProjectionRunner:
+    """Keeps projections current, tenant by tenant: each tenant's log has its own positions,
+    and each projection a checkpoint per tenant (``projection_checkpoints``, keyed by
+    ``(tenant_id, name)``)."""
+
     def __init__(
         self,
         pool: asyncpg.Pool,
@@ -104,7 +149,6 @@ class ProjectionRunner:
         self.maintain_indexes = maintain_indexes
         self.bulk_threshold = bulk_threshold
         self._indexes_checked = not maintain_indexes
-        self._rows_ensured = False
         # One catch-up of this runner at a time. A catch-up holds the checkpoint rows (FOR
         # UPDATE) on one pooled connection and reads the log on another; concurrent catch-ups
         # of one process (an MCP server answering several calls while events are pending)
@@ -124,71 +168,107 @@ class ProjectionRunner:
             )
         return [known[n] for n in names]
 
-    async def _ensure_rows(self, conn: asyncpg.Connection) -> None:
+    async def _ensure_rows(self, conn: asyncpg.Connection, tenants: Sequence[str]) -> None:
+        """Checkpoint rows (at 0) for every projection of ``tenants`` that has none yet."""
         await conn.execute(
-            "INSERT INTO projection_checkpoints (name) SELECT unnest($1::text[]) "
+            "INSERT INTO projection_checkpoints (tenant_id, name) "
+            "SELECT t, n FROM unnest($1::text[]) AS t, unnest($2::text[]) AS n "
             "ON CONFLICT DO NOTHING",
+            list(tenants),
             [p.name for p in self.projections],
         )
 
-    async def status(self) -> list[ProjectionStatus]:
+    async def status(self, tenant_id: str) -> list[ProjectionStatus]:
+        """Each projection's checkpoint in ``tenant_id``'s log, and that log's head."""
         async with self._pool.acquire() as conn:
-            await self._ensure_rows(conn)
-            rows = await conn.fetch("SELECT name, position FROM projection_checkpoints")
-            head = await log_head(conn)
+            rows = await conn.fetch(
+                "SELECT name, position FROM projection_checkpoints WHERE tenant_id = $1",
+                tenant_id,
+            )
+            head = await log_head(conn, tenant_id)
         positions = {r["name"]: r["position"] for r in rows}
-        return [ProjectionStatus(p.name, positions[p.name], head) for p in self.projections]
+        return [ProjectionStatus(p.name, positions.get(p.name, 0), head) for p in self.projections]
 
     async def catch_up(
-        self, names: Sequence[str] | None = None, *, until: int | None = None
+        self,
+        names: Sequence[str] | None = None,
+        *,
+        tenant_id: str | None = None,
+        until: int | None = None,
     ) -> int:
-        """Apply everything new (up to position ``until``, if given) to the selected
-        projections; returns the events applied."""
-        return await self._catch_up(self._select(names), until, None)
+        """Apply everything new to the selected projections, of every tenant or of
+        ``tenant_id`` only (up to that tenant's position ``until``, if given); returns the
+        events applied."""
+        if until is not None and tenant_id is None:
+            raise ValidationError(
+                f"until={until} is a position in one tenant's log: pass tenant_id as well"
+            )
+        return await self._catch_up(self._select(names), tenant_id, until, None)
 
-    async def catch_up_in_bulk(self, names: Sequence[str] | None = None) -> int:
+    async def catch_up_in_bulk(
+        self, names: Sequence[str] | None = None, *, tenant_id: str | None = None
+    ) -> int:
         """:meth:`catch_up` for a caller that dropped the bulk-built indexes (``prepare_bulk``)
         before appending a lot: they are built again, each as soon as its projection is done."""
-        return await self._catch_up(self._select(names), None, True)
+        return await self._catch_up(self._select(names), tenant_id, None, True)
+
+    async def _behind(
+        self,
+        conn: asyncpg.Connection,
+        selected: Sequence[Projection],
+        tenant_id: str | None,
+        until: int | None,
+    ) -> list[_Behind]:
+        rows = await conn.fetch(_BEHIND, [p.name for p in selected], tenant_id)
+        behind = [
+            _Behind(r["tenant_id"], r["head"] if until is None else min(r["head"], until),
+                    r["seen"], until)
+            for r in rows
+        ]  # fmt: skip
+        return [b for b in behind if b.head > b.seen]
 
     async def _catch_up(
-        self, selected: list[Projection], until: int | None, bulk: bool | None
+        self,
+        selected: list[Projection],
+        tenant_id: str | None,
+        until: int | None,
+        bulk: bool | None,
     ) -> int:
-        """``bulk`` None: decide from the lag (at least ``bulk_threshold`` events behind)."""
+        """``bulk`` None: decide from the lag (at least ``bulk_threshold`` positions behind,
+        over all tenants)."""
         async with self._serial:
-            return await self._catch_up_alone(selected, until, bulk)
+            return await self._catch_up_alone(selected, tenant_id, until, bulk)
 
     async def _catch_up_alone(
-        self, selected: list[Projection], until: int | None, bulk: bool | None
+        self,
+        selected: list[Projection],
+        tenant_id: str | None,
+        until: int | None,
+        bulk: bool | None,
     ) -> int:
         async with self._pool.acquire() as conn:
-            if not self._rows_ensured:
-                await self._ensure_rows(conn)
-                self._rows_ensured = True
             if not self._indexes_checked:
                 # A rebuild killed between reset and finish leaves a bulk-built index missing.
                 for projection in self.projections:
                     await projection.finish_rebuild(conn)
                 self._indexes_checked = True
+            behind = await self._behind(conn, selected, tenant_id, until)
+            if not behind and not bulk:
+                return 0  # the common case before every command and tool call
+            await self._ensure_rows(conn, [b.tenant_id for b in behind])
             if bulk is None:
-                lag = await conn.fetchval(
-                    f"SELECT {LOG_HEAD} - min(c.position) FROM projection_checkpoints c "
-                    "WHERE c.name = ANY($1)",
-                    [p.name for p in selected],
-                )
-                if lag == 0:  # the common case before every command and tool call
-                    return 0
                 # A long way behind (a backfill, a restore), dropping indexes that are cheaper
                 # to build once than to update row by row pays for itself.
-                bulk = self.maintain_indexes and until is None and (lag or 0) >= self.bulk_threshold
+                lag = sum(b.head - b.seen for b in behind)
+                bulk = self.maintain_indexes and until is None and lag >= self.bulk_threshold
             if bulk:
                 for projection in selected:
                     await projection.prepare_bulk(conn)
         if not bulk:
-            applied = await self._replay(selected, until)
+            applied = await self._replay(selected, behind)
         else:
             try:
-                applied = await self._replay_in_lanes(selected, until)
+                applied = await self._replay_in_lanes(selected, behind)
             finally:
                 await self._finish(selected)
         if applied >= ANALYZE_AFTER:
@@ -212,7 +292,7 @@ class ProjectionRunner:
             for projection in selected:
                 await projection.finish_rebuild(conn)
 
-    async def _replay_in_lanes(self, selected: list[Projection], until: int | None) -> int:
+    async def _replay_in_lanes(self, selected: list[Projection], behind: list[_Behind]) -> int:
         """Replay with each projection that builds an index in bulk in a lane of its own, which
         builds its index as soon as that projection is done, while the other lanes go on.
 
@@ -225,7 +305,7 @@ class ProjectionRunner:
         lanes = own + ([rest] if rest else [])
 
         async def lane(projections: list[Projection]) -> int:
-            applied = await self._replay(projections, until)
+            applied = await self._replay(projections, behind)
             await self._finish(projections)
             return applied
 
@@ -233,56 +313,78 @@ class ProjectionRunner:
             tasks = [group.create_task(lane(projections)) for projections in lanes]
         return max(task.result() for task in tasks)
 
-    async def _replay(self, selected: list[Projection], until: int | None) -> int:
+    async def _replay(self, selected: list[Projection], behind: list[_Behind]) -> int:
+        """Replay each tenant's log that is ahead, one tenant after the other."""
         applied = 0
-        ahead: _Prefetch | None = None
-        try:
-            while True:
-                n, ahead = await self._apply_next_batch(selected, until, ahead)
-                if n == 0:
-                    return applied
-                applied += n
-        finally:
-            if ahead is not None:
-                await ahead.discard()
+        for tenant in behind:
+            ahead: _Prefetch | None = None
+            try:
+                while True:
+                    n, ahead = await self._apply_next_batch(
+                        selected, tenant.tenant_id, tenant.until, ahead
+                    )
+                    if n == 0:
+                        break
+                    applied += n
+            finally:
+                if ahead is not None:
+                    await ahead.discard()
+        return applied
 
     def _limit(self, start: int, until: int | None) -> int:
         return self.batch_size if until is None else min(self.batch_size, until - start)
 
     async def _read(
-        self, start: int, limit: int, types: list[str] | None, ahead: _Prefetch | None
+        self,
+        tenant_id: str,
+        start: int,
+        limit: int,
+        types: list[str] | None,
+        ahead: _Prefetch | None,
     ) -> _Batch:
-        if ahead is not None and ahead.after == start and ahead.limit == limit:
+        if ahead is not None and (ahead.tenant_id, ahead.after, ahead.limit) == (
+            tenant_id,
+            start,
+            limit,
+        ):
             return await ahead.task
         if ahead is not None:
             await ahead.discard()
-        return await self._read_batch(start, limit, types)
+        return await self._read_batch(tenant_id, start, limit, types)
 
-    async def _read_batch(self, start: int, limit: int, types: list[str] | None) -> _Batch:
-        """The next ``limit`` log positions. With ``types``, only those events are fetched and
-        decoded: positions are gapless and commit-ordered, so every position up to the head
-        read first is committed, and a batch of positions is complete without reading the
-        events the projections skip."""
-        if types is None:
-            events = await self._store.read_all(start, limit=limit)
-            return _Batch(start, events[-1].position if events else start, events)
+    async def _read_batch(
+        self, tenant_id: str, start: int, limit: int, types: list[str] | None
+    ) -> _Batch:
+        """The tenant's next ``limit`` log positions. With ``types``, only those events are
+        fetched and decoded: a tenant's positions are commit-ordered, so every position up to
+        its head read first is committed, and a range of positions is complete without reading
+        the events the projections skip."""
         async with self._pool.acquire() as conn:
-            head = await log_head(conn)
-            end = min(start + limit, int(head or 0))
+            head = await log_head(conn, tenant_id)
+            end = min(start + limit, head)
             if end <= start:
                 return _Batch(start, start, [])
-            rows = await conn.fetch(_READ_TYPES, start, end, types)
+            if types is None:
+                rows = await conn.fetch(_READ_RANGE, tenant_id, start, end)
+            else:
+                rows = await conn.fetch(_READ_TYPES, tenant_id, start, end, types)
         return _Batch(start, end, [record_from_row(r) for r in rows])
 
     async def _apply_next_batch(
-        self, selected: list[Projection], until: int | None, ahead: _Prefetch | None
+        self,
+        selected: list[Projection],
+        tenant_id: str,
+        until: int | None,
+        ahead: _Prefetch | None,
     ) -> tuple[int, _Prefetch | None]:
-        """Apply one batch; returns how many events it held, and the read of the next batch
-        (started only when this one was full, i.e. more is likely to follow)."""
+        """Apply one batch of ``tenant_id``'s log (not beyond ``until``); returns how many
+        positions it covered (the events of the batch, skipped types included), and the read of
+        the next batch (started only when this one was full, i.e. more is likely to follow)."""
         async with self._pool.acquire() as conn, conn.transaction():
             rows = await conn.fetch(
-                "SELECT name, position FROM projection_checkpoints WHERE name = ANY($1) "
-                "ORDER BY name FOR UPDATE",
+                "SELECT name, position FROM projection_checkpoints "
+                "WHERE tenant_id = $1 AND name = ANY($2) ORDER BY name FOR UPDATE",
+                tenant_id,
                 [p.name for p in selected],
             )
             checkpoints = {r["name"]: r["position"] for r in rows}
@@ -291,19 +393,22 @@ class ProjectionRunner:
             if limit <= 0:
                 return 0, None
             types = _event_types(selected)
-            batch = await self._read(start, limit, types, ahead)
+            batch = await self._read(tenant_id, start, limit, types, ahead)
             end = batch.end
             if end == start:
                 return 0, None
             following: _Prefetch | None = None
             if end - start == limit and self._limit(end, until) > 0:
                 following = _Prefetch(
+                    tenant_id,
                     end,
                     self._limit(end, until),
-                    asyncio.create_task(self._read_batch(end, self._limit(end, until), types)),
+                    asyncio.create_task(
+                        self._read_batch(tenant_id, end, self._limit(end, until), types)
+                    ),
                 )
             try:
-                await self._apply(conn, selected, checkpoints, start, end, batch.events)
+                await self._apply(conn, selected, tenant_id, checkpoints, start, end, batch.events)
             except BaseException:
                 if following is not None:
                     await following.discard()
@@ -314,6 +419,7 @@ class ProjectionRunner:
         self,
         conn: asyncpg.Connection,
         selected: list[Projection],
+        tenant_id: str,
         checkpoints: dict[str, int],
         start: int,
         end: int,
@@ -325,17 +431,17 @@ class ProjectionRunner:
             if todo:
                 await projection.apply(conn, todo, self.ctx)
         await conn.execute(
-            "UPDATE projection_checkpoints SET position = $2, updated_at = now() "
-            "WHERE name = ANY($1)",
+            "UPDATE projection_checkpoints SET position = $3, updated_at = now() "
+            "WHERE tenant_id = $1 AND name = ANY($2)",
+            tenant_id,
             [p.name for p in selected],
             end,
         )
 
     async def rebuild(self, names: Sequence[str] | None = None) -> int:
-        """Empty the selected projections and replay the whole log into them."""
+        """Empty the selected projections and replay every tenant's log into them."""
         selected = self._select(names)
         async with self._pool.acquire() as conn, conn.transaction():
-            await self._ensure_rows(conn)
             for projection in selected:
                 await projection.reset(conn)
             await conn.execute(
@@ -344,7 +450,7 @@ class ProjectionRunner:
                 [p.name for p in selected],
             )
         # reset() dropped the bulk-built indexes; the replay builds them again.
-        return await self._catch_up(selected, None, True)
+        return await self._catch_up(selected, None, None, True)
 
     async def run(self, stop: asyncio.Event, *, poll_interval: float = 1.0) -> None:
         """Keep the projections current until ``stop`` is set: catch up whenever the log moves

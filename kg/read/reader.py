@@ -102,12 +102,15 @@ class Reader:
         return await self._catch_up()
 
     async def head(self) -> int:
-        """The log head: the position the projections catch up to."""
+        """The head of the scope's tenant's log: the position the projections catch up to
+        (positions are per tenant)."""
         if self._head is not None:
             return await self._head()
+        from kg.db.tenancy import tenant_transaction
         from kg.events.store import log_head
 
-        return await log_head(self.pool)
+        async with tenant_transaction(self.pool, self.scope.tenant_id) as conn:
+            return await log_head(conn, self.scope.tenant_id)
 
     @asynccontextmanager
     async def snapshot(self, *, catch_up: bool = True) -> AsyncIterator[Snapshot]:

@@ -114,7 +114,7 @@ async def test_replay_then_read_commands_as_of_it(
 ) -> None:
     made = kg("audit", "replay", "--until", str(graph), "--schema", "before", env=env, cwd=tmp_path)
     assert made.returncode == 0, made.stderr
-    assert "replayed 3 events into schema before: as of position 3" in made.stdout
+    assert "replayed 3 events into schema before: tenant acme as of position 3" in made.stdout
 
     status = kg("--as-of", "before", "status", env=env, cwd=tmp_path)
     assert status.returncode == 0, status.stderr
@@ -136,7 +136,7 @@ async def test_replay_then_read_commands_as_of_it(
     assert "Traceback" not in write.stderr
 
     listed = kg("audit", "replay", "--list", env=env, cwd=tmp_path)
-    assert "schema before: as of position 3" in listed.stdout
+    assert "schema before: tenant acme as of position 3" in listed.stdout
     dropped = kg("audit", "replay", "--drop", "before", env=env, cwd=tmp_path)
     assert dropped.returncode == 0 and "dropped before" in dropped.stdout
     gone = kg("--as-of", "before", "status", env=env, cwd=tmp_path)

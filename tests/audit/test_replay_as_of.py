@@ -66,9 +66,14 @@ async def test_replay_shows_the_graph_before_a_later_change(
     runtime: Runtime, scope: Scope, history: int
 ) -> None:
     as_of, applied = await materialise(
-        runtime.system_pool, runtime.url, str(history), HashingEmbedder(), "past"
+        runtime.system_pool,
+        runtime.url,
+        str(history),
+        HashingEmbedder(),
+        "past",
+        tenant_id=scope.tenant_id,
     )
-    assert (as_of.position, applied) == (history, history)
+    assert (as_of.tenant_id, as_of.position, applied) == (scope.tenant_id, history, history)
     async with open_as_of(runtime, "past") as rt:
         assert rt.as_of is not None and rt.as_of.position == history
         # Every read path runs unchanged against the past graph.
@@ -78,10 +83,11 @@ async def test_replay_shows_the_graph_before_a_later_change(
         hits = await search(rt.app_pool, scope, "Gamma", mode="fulltext")
         assert not hits.hits, "component:c did not exist yet"
         # The log itself is seen as it was.
-        assert await rt.store.last_position() == history
+        assert await rt.store.last_position(scope) == history
+        assert await rt.store.last_position(tenant_id=scope.tenant_id) == history
         assert [e.position for e in await rt.store.read_all(0, scope=scope)] == [1, 2, 3]
         assert (await verify_tenant(rt.app_pool, scope.tenant_id)).events == 3
-        assert await find_position_gaps(rt.system_pool) == []
+        assert await find_position_gaps(rt.system_pool, scope.tenant_id) == []
         # Tenancy holds in the replay schema too.
         assert await rt.app_pool.fetch("SELECT node_id FROM kg_nodes") == []
         async with rt.app_pool.acquire() as conn, conn.transaction():
@@ -96,8 +102,10 @@ async def test_replay_shows_the_graph_before_a_later_change(
 async def test_an_as_of_runtime_writes_nothing(
     runtime: Runtime, scope: Scope, history: int
 ) -> None:
-    await materialise(runtime.system_pool, runtime.url, str(history), HashingEmbedder(), "ro")
-    head = await runtime.store.last_position()
+    await materialise(
+        runtime.system_pool, runtime.url, str(history), HashingEmbedder(), "ro", tenant_id="acme"
+    )
+    head = await runtime.store.last_position(scope)
     async with open_as_of(runtime, "ro") as rt:
         with pytest.raises(AsOfReadOnlyError, match="read-only"):
             await rt.store.append(scope, "s", [node("component:z", "Z")])
@@ -106,41 +114,46 @@ async def test_an_as_of_runtime_writes_nothing(
         assert await rt.catch_up() == 0
         with pytest.raises(AsOfReadOnlyError):
             await rt.runner.rebuild()
-        assert [s.position for s in await rt.runner.status()] == [history] * 4
+        assert [s.position for s in await rt.runner.status(scope.tenant_id)] == [history] * 4
         for pool in (rt.app_pool, rt.system_pool):
             with pytest.raises(asyncpg.ReadOnlySQLTransactionError):
-                await pool.execute("UPDATE public.kg_log_head SET position = position")
-    assert await runtime.store.last_position() == head
+                await pool.execute("UPDATE public.kg_chain_heads SET position = position")
+    assert await runtime.store.last_position(scope) == head
 
 
 async def test_replay_until_a_time_takes_the_prefix_recorded_by_then(
     runtime: Runtime, history: int
 ) -> None:
-    at = await runtime.system_pool.fetchval(
-        "SELECT recorded_at FROM kg_events WHERE position = $1", history
+    pool = runtime.system_pool
+    at = await pool.fetchval(
+        "SELECT recorded_at FROM kg_events WHERE tenant_id = 'acme' AND position = $1", history
     )
-    assert await resolve_until(runtime.system_pool, at.isoformat()) == history
-    assert await resolve_until(runtime.system_pool, "2001-01-01") == 0
-    assert await resolve_until(runtime.system_pool, "2999-01-01T00:00:00Z") == 7
-    with pytest.raises(ValidationError, match="beyond the end of the log"):
-        await resolve_until(runtime.system_pool, "99")
+    assert await resolve_until(pool, "acme", at.isoformat()) == history
+    assert await resolve_until(pool, "acme", "2001-01-01") == 0
+    # Positions are the tenant's own: acme's log ends at 6, the other tenant's at 1.
+    assert await resolve_until(pool, "acme", "2999-01-01T00:00:00Z") == 6
+    assert await resolve_until(pool, "other", "2999-01-01T00:00:00Z") == 1
+    with pytest.raises(ValidationError, match="beyond the end of tenant 'other'"):
+        await resolve_until(pool, "other", "2")
     with pytest.raises(ValidationError, match="ISO-8601"):
-        await resolve_until(runtime.system_pool, "yesterday")
+        await resolve_until(pool, "acme", "yesterday")
 
 
 async def test_kept_replays_are_listed_refused_when_unknown_and_dropped(
     runtime: Runtime, history: int
 ) -> None:
-    await materialise(runtime.system_pool, runtime.url, "2", HashingEmbedder())
-    assert [r.schema for r in await list_replays(runtime.system_pool)] == ["kg_asof_2"]
+    await materialise(runtime.system_pool, runtime.url, "2", HashingEmbedder(), tenant_id="acme")
+    assert [r.schema for r in await list_replays(runtime.system_pool)] == ["kg_asof_acme_2"]
     with pytest.raises(ValidationError, match="already exists"):
-        await materialise(runtime.system_pool, runtime.url, "2", HashingEmbedder())
+        await materialise(
+            runtime.system_pool, runtime.url, "2", HashingEmbedder(), tenant_id="acme"
+        )
     with pytest.raises(ConfigurationError, match="no finished replay"):
         async with open_as_of(runtime, "nope"):
             pass
     with pytest.raises(ValidationError, match="not a replay schema"):
         await drop_kept(runtime.system_pool, "pg_toast")
-    await drop_kept(runtime.system_pool, "kg_asof_2")
+    await drop_kept(runtime.system_pool, "kg_asof_acme_2")
     assert await list_replays(runtime.system_pool) == []
 
 
@@ -149,11 +162,42 @@ async def test_a_replay_kept_by_an_older_kg_is_refused_for_reading_but_listed(
 ) -> None:
     """Before migration 0006 a replay had no full-text function of its own: searching it would
     have reached public's, the graph of today."""
-    await materialise(runtime.system_pool, runtime.url, "2", HashingEmbedder())
+    await materialise(runtime.system_pool, runtime.url, "2", HashingEmbedder(), tenant_id="acme")
     await runtime.system_pool.execute(
-        'DROP FUNCTION "kg_asof_2".kg_fulltext_matches(text, tsquery, text[], integer)'
+        'DROP FUNCTION "kg_asof_acme_2".kg_fulltext_matches(text, tsquery, text[], integer)'
     )
-    assert [r.schema for r in await list_replays(runtime.system_pool)] == ["kg_asof_2"]
+    assert [r.schema for r in await list_replays(runtime.system_pool)] == ["kg_asof_acme_2"]
     with pytest.raises(ConfigurationError, match="made by an older kg"):
-        async with open_as_of(runtime, "kg_asof_2"):
+        async with open_as_of(runtime, "kg_asof_acme_2"):
             pass
+
+
+async def test_a_replay_kept_before_per_tenant_order_is_refused_for_reading_but_listed(
+    runtime: Runtime, history: int
+) -> None:
+    """Before migration 0013 a replay covered every tenant at a global position."""
+    await materialise(runtime.system_pool, runtime.url, "2", HashingEmbedder(), tenant_id="acme")
+    await runtime.system_pool.execute('ALTER TABLE "kg_asof_acme_2".kg_replay_info DROP tenant_id')
+    (listed,) = await list_replays(runtime.system_pool)
+    assert listed.schema == "kg_asof_acme_2" and "before per-tenant order" in listed.tenant_id
+    with pytest.raises(ConfigurationError, match="made by an older kg"):
+        async with open_as_of(runtime, "kg_asof_acme_2"):
+            pass
+
+
+async def test_a_replay_is_of_one_tenant_at_its_own_position(
+    runtime: Runtime, history: int
+) -> None:
+    """The other tenant's only event is at its position 1; acme's first three are at 1-3."""
+    as_of, applied = await materialise(
+        runtime.system_pool, runtime.url, "1", HashingEmbedder(), tenant_id="other"
+    )
+    assert (as_of.schema, as_of.tenant_id, applied) == ("kg_asof_other_1", "other", 1)
+    rows = await runtime.system_pool.fetch(
+        'SELECT tenant_id, node_id FROM "kg_asof_other_1".kg_nodes'
+    )
+    assert [tuple(r) for r in rows] == [("other", "component:x")]
+    events = await runtime.system_pool.fetch(
+        'SELECT tenant_id, position FROM "kg_asof_other_1".kg_events'
+    )
+    assert [tuple(r) for r in events] == [("other", 1)]

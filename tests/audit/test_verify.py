@@ -69,7 +69,7 @@ async def test_removed_event_is_found_at_its_successor_and_as_a_gap(
     report = await verify_tenant(app_pool, "acme")
     assert report.broken_position == 7
     assert "removed" in str(report)
-    assert await find_position_gaps(system_pool) == [6]
+    assert await find_position_gaps(system_pool, "acme") == [6]
 
 
 async def test_removed_tail_is_found(

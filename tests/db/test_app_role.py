@@ -35,7 +35,7 @@ async def test_the_application_pool_logs_in_as_kg_app_and_cannot_become_a_superu
 @pytest.mark.parametrize(
     "statement",
     [
-        "UPDATE kg_log_head SET position = position + 1",
+        "UPDATE projection_checkpoints SET position = position + 1",
         "UPDATE kg_chain_heads SET hash = repeat('0', 64)",
         "INSERT INTO kg_chain_heads VALUES ('acme', 1, repeat('0', 64))",
         "INSERT INTO kg_events SELECT * FROM kg_events",

@@ -21,7 +21,7 @@ async def test_upgrade_downgrade_upgrade(empty_db_url: str) -> None:
     assert migrate.current_revision(empty_db_url) is None
     migrate.upgrade(empty_db_url)
     assert migrate.current_revision(empty_db_url) == migrate.head_revision()
-    assert {"kg_events", "kg_log_head", "kg_chain_heads"} <= await tables(empty_db_url)
+    assert {"kg_events", "kg_chain_heads", "projection_checkpoints"} <= await tables(empty_db_url)
 
     migrate.downgrade(empty_db_url, "base")
     assert migrate.current_revision(empty_db_url) is None

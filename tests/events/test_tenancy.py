@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncpg
+import pytest
 
 from kg.config import Scope
+from kg.errors import ValidationError
 from kg.events import EventStore, NodeAsserted
 
 A, B = Scope("tenant-a", "p"), Scope("tenant-b", "p")
@@ -41,7 +43,10 @@ async def test_application_role_without_a_tenant_sees_nothing(
 ) -> None:
     await store.append(A, "s", [node("a secret")])
     assert await app_pool.fetchval("SELECT count(*) FROM kg_events") == 0
-    assert await store.read_all(0) == []
+    assert await app_pool.fetchval("SELECT count(*) FROM kg_chain_heads") == 0
+    # Positions are per tenant: a read names its tenant or is refused.
+    with pytest.raises(ValidationError, match="scope or tenant_id"):
+        await store.read_all(0)
 
 
 async def test_hash_chains_are_per_tenant(store: EventStore) -> None:
