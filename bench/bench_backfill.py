@@ -57,10 +57,10 @@ async def main(rows: int, chunk_size: int) -> None:
     rerun = time.perf_counter() - start
     assert again.total("imported") == 0
 
-    head = await EventStore(system).last_position()
+    head = await EventStore(system).last_position(tenant_id=SCOPE.tenant_id)
     await create_replay_schema(system, "bench_replay")
     start = time.perf_counter()
-    replayed = await replay(url, "bench_replay", head, embedder)
+    replayed = await replay(url, "bench_replay", SCOPE.tenant_id, head, embedder)
     replay_time = time.perf_counter() - start
     await drop_replay_schema(system, "bench_replay")
     await app.close()
