@@ -1,4 +1,7 @@
-"""Alembic environment. The URL comes from kg's settings unless the caller put one in the config."""
+"""Alembic environment. The URL comes from kg's settings unless the caller put one in the config.
+
+``target_metadata`` is :mod:`kg.models`: ``alembic check`` (run by the test suite) compares it
+with a database at head, so the typed models and the migrations cannot drift apart."""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ from alembic import context
 from sqlalchemy import create_engine, pool
 
 from kg.db.urls import sqlalchemy_url
+from kg.models import metadata as target_metadata
 
 
 def _url() -> str:
@@ -19,7 +23,12 @@ def _url() -> str:
 
 
 def run_migrations_offline() -> None:
-    context.configure(url=_url(), literal_binds=True, transaction_per_migration=True)
+    context.configure(
+        url=_url(),
+        target_metadata=target_metadata,
+        literal_binds=True,
+        transaction_per_migration=True,
+    )
     with context.begin_transaction():
         context.run_migrations()
 
@@ -27,7 +36,11 @@ def run_migrations_offline() -> None:
 def run_migrations_online() -> None:
     engine = create_engine(_url(), poolclass=pool.NullPool)
     with engine.connect() as connection:
-        context.configure(connection=connection, transaction_per_migration=True)
+        context.configure(
+            connection=connection,
+            target_metadata=target_metadata,
+            transaction_per_migration=True,
+        )
         with context.begin_transaction():
             context.run_migrations()
     engine.dispose()

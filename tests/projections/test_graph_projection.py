@@ -180,10 +180,14 @@ async def test_status_shows_position_and_lag(
 ) -> None:
     await store.append(scope, "s", [doc(1), doc(2)])
     names = {"kg_nodes", "kg_edges", "context_graphs", "context_graph_usage"}
-    assert {(s.name, s.lag) for s in await runner.status()} == {(n, 2) for n in names}
+    await store.append(Scope("other", "p"), "s", [doc(3)])
+    status = await runner.status(scope.tenant_id)
+    assert {(s.name, s.lag) for s in status} == {(n, 2) for n in names}
     await runner.catch_up()
-    caught_up = {(s.name, s.position, s.lag) for s in await runner.status()}
+    # Positions, checkpoints and lag are the tenant's own.
+    caught_up = {(s.name, s.position, s.lag) for s in await runner.status(scope.tenant_id)}
     assert caught_up == {(n, 2, 0) for n in names}
+    assert {(s.position, s.lag) for s in await runner.status("other")} == {(1, 0)}
 
 
 async def test_a_long_catch_up_builds_the_vector_index_in_bulk_with_the_same_rows(
@@ -250,14 +254,15 @@ async def test_a_batch_read_ahead_is_not_used_once_another_runner_moved_on(
     b = ProjectionRunner(
         system_pool, default_projections(), ProjectionContext(embedder), batch_size=7
     )
-    await a.status()  # creates the checkpoint rows
+    async with system_pool.acquire() as conn:
+        await a._ensure_rows(conn, [scope.tenant_id])  # creates the checkpoint rows
     # Interleave two runners' batches: each one's read-ahead goes stale after the other's batch.
     applied = 0
     ahead_a = ahead_b = None
     for _ in range(10):
-        n, ahead_a = await a._apply_next_batch(a.projections, None, ahead_a)
+        n, ahead_a = await a._apply_next_batch(a.projections, scope.tenant_id, None, ahead_a)
         applied += n
-        m, ahead_b = await b._apply_next_batch(b.projections, None, ahead_b)
+        m, ahead_b = await b._apply_next_batch(b.projections, scope.tenant_id, None, ahead_b)
         applied += m
     for ahead in (ahead_a, ahead_b):
         if ahead is not None:
