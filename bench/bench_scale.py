@@ -1,0 +1,218 @@
+"""A tenant's log of about a million events on one machine: load, read-all, projection
+catch-up and rebuild, as-of replay; memory and disk.
+
+The log is loaded by COPY (binary, ``copy_records_to_table``) with real per-tenant positions,
+chain hashes and, afterwards, the Merkle tree built by ``kg_merkle_rebuild``: exactly what the
+append function would have written, at a fraction of its time, so the reads measured here are
+of a genuine log (``kg audit verify`` would pass). The graph is ``bench/synthetic.py``'s
+(typed nodes with prose, ``--edges-per-node`` edges each), generated in chunks so the
+script's memory does not grow with the log.
+
+Run: python bench/bench_scale.py [--nodes 200000] [--edges-per-node 4] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import resource
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import asyncpg
+from common import fresh_database, machine, median
+from synthetic import EDGE_TYPES, TYPES, VOCAB, node_id, sentence
+
+from kg.audit.replay import create_replay_schema, drop_replay_schema, replay
+from kg.db.connect import create_pool
+from kg.db.urls import asyncpg_url
+from kg.embeddings import HashingEmbedder
+from kg.events import EdgeAsserted, EventStore, NodeAsserted
+from kg.events.base import DomainEvent
+from kg.events.hashing import GENESIS_HASH, EventCanonicaliser, canonical_json, chain_hash
+from kg.projections import ProjectionContext, ProjectionRunner, default_projections
+
+TENANT, PROJECT = "scale", "p"
+STREAM_BATCH = 2000  # events per stream, as bench/synthetic.append_all writes them
+COLUMNS = [
+    "position", "event_id", "tenant_id", "project_id", "stream_id", "stream_version",
+    "event_type", "schema_version", "payload", "metadata", "recorded_at", "idempotency_key",
+    "prev_hash", "hash",
+]  # fmt: skip
+
+
+def graph(n_nodes: int, edges_per_node: int, seed: int = 7) -> Iterator[DomainEvent]:
+    """``synthetic.graph_events``, lazily."""
+    rng = random.Random(seed)
+    for i in range(n_nodes):
+        kind = TYPES[i % len(TYPES)]
+        yield NodeAsserted(
+            node_id=node_id(i),
+            node_type=kind,
+            name=f"{kind} {i}: {sentence(rng, 5, VOCAB)}",
+            content=sentence(rng, 18, VOCAB) + " " + sentence(rng, 18, VOCAB),
+            labels=("sensitive",) if i % 50 == 0 else (),
+        )
+    for i in range(n_nodes):
+        for k in range(edges_per_node):
+            j = (i + rng.randint(1, 50)) % n_nodes if k % 3 else rng.randrange(n_nodes)
+            if j != i:
+                yield EdgeAsserted(
+                    edge_type=EDGE_TYPES[(i + k) % len(EDGE_TYPES)],
+                    from_node=node_id(i),
+                    to_node=node_id(j),
+                    weight=round(rng.uniform(0.2, 1.0), 2),
+                )
+
+
+async def load(url: str, system: object, n_nodes: int, edges_per_node: int) -> tuple[int, float]:
+    """COPY the log; returns its length and the seconds it took (hashing included)."""
+    recorded = datetime.now(UTC)
+    canonicalise = EventCanonicaliser(
+        tenant_id=TENANT, project_id=PROJECT, recorded_at=recorded, idempotency_key=None
+    )
+    meta = canonical_json({"actor": "bench"})
+    prev, position, rows = GENESIS_HASH, 0, []
+    started = time.perf_counter()
+
+    # A connection of its own whose jsonb codec writes the binary format COPY needs.
+    copier = await asyncpg.connect(asyncpg_url(url))
+    await copier.set_type_codec(
+        "jsonb",
+        schema="pg_catalog",
+        encoder=lambda text: b"\x01" + text.encode(),
+        decoder=lambda data: data[1:].decode(),
+        format="binary",
+    )
+
+    async def flush() -> None:
+        await copier.copy_records_to_table("kg_events", records=rows, columns=COLUMNS)
+        rows.clear()
+
+    for event in graph(n_nodes, edges_per_node):
+        position += 1
+        stream, version = (
+            f"synthetic:{(position - 1) // STREAM_BATCH}",
+            (position - 1) % STREAM_BATCH + 1,
+        )
+        event_id = str(uuid.uuid4())
+        payload = canonical_json(event.to_payload())
+        digest = chain_hash(
+            prev,
+            canonicalise(
+                position=position, event_id=event_id, stream_id=stream, stream_version=version,
+                event_type=event.event_type, schema_version=event.schema_version,
+                payload_json=payload, metadata_json=meta,
+            ),
+        )  # fmt: skip
+        rows.append(
+            (position, uuid.UUID(event_id), TENANT, PROJECT, stream, version, event.event_type,
+             event.schema_version, payload, meta, recorded, None, prev, digest)
+        )  # fmt: skip
+        prev = digest
+        if len(rows) == 50_000:
+            await flush()
+    if rows:
+        await flush()
+    await copier.close()
+    await system.execute(  # type: ignore[attr-defined]
+        "INSERT INTO kg_chain_heads (tenant_id, position, hash) VALUES ($1, $2, $3)",
+        TENANT,
+        position,
+        prev,
+    )
+    await system.execute("SELECT kg_merkle_rebuild($1)", TENANT)  # type: ignore[attr-defined]
+    await system.execute("VACUUM ANALYZE kg_events")  # type: ignore[attr-defined]
+    return position, time.perf_counter() - started
+
+
+async def read_all(store: EventStore, chunk: int = 5000) -> float:
+    count, after = 0, 0
+    started = time.perf_counter()
+    while events := await store.read_all(after, limit=chunk, tenant_id=TENANT):
+        count += len(events)
+        after = events[-1].position
+    return count / (time.perf_counter() - started)
+
+
+async def sizes(system: object) -> list[tuple[str, int]]:
+    rows = await system.fetch(  # type: ignore[attr-defined]
+        "SELECT relname, pg_total_relation_size(oid) AS bytes FROM pg_class "
+        "WHERE relname = ANY($1) ORDER BY 1",
+        ["kg_events", "kg_nodes", "kg_edges", "kg_merkle_nodes", "embedding_cache"],
+    )
+    total = await system.fetchval("SELECT pg_database_size(current_database())")  # type: ignore[attr-defined]
+    return [(r["relname"], r["bytes"]) for r in rows] + [("database", total)]
+
+
+async def main(n_nodes: int, edges_per_node: int, runs: int) -> None:
+    url = fresh_database()
+    system = await create_pool(url, app_role=False, max_size=4)
+    n, load_s = await load(url, system, n_nodes, edges_per_node)
+    print(f"loaded {n:,} events in {load_s:.0f} s ({n / load_s:,.0f} events/s)", flush=True)
+    results: list[tuple[str, float, list[float]]] = []
+
+    reads = [await read_all(EventStore(system)) for _ in range(runs)]
+    results.append((f"read-all of the tenant's {n:,} events, chunks of 5,000, events/s",
+                    median(reads), reads))  # fmt: skip
+    print(results[-1], flush=True)
+
+    runner = ProjectionRunner(system, default_projections(), ProjectionContext(HashingEmbedder()))
+    started = time.perf_counter()
+    await runner.catch_up()
+    first = n / (time.perf_counter() - started)
+    results.append(("projection catch-up from empty (embeddings computed, bulk indexes), "
+                    "events/s", first, [first]))  # fmt: skip
+    print(results[-1], flush=True)
+
+    replays = []
+    for k in range(runs):
+        schema = f"bench_asof_{k}"
+        await create_replay_schema(system, schema)
+        started = time.perf_counter()
+        applied = await replay(url, schema, TENANT, n, HashingEmbedder())
+        replays.append(time.perf_counter() - started)
+        assert applied == n, applied
+        await drop_replay_schema(system, schema)
+    results.append((f"as-of replay of {n:,} events into a schema (no HNSW), seconds",
+                    median(replays), replays))  # fmt: skip
+    print(results[-1], flush=True)
+
+    started = time.perf_counter()
+    await runner.rebuild()
+    rebuilt = n / (time.perf_counter() - started)
+    results.append(("projection rebuild (cached embeddings, indexes built once), events/s",
+                    rebuilt, [rebuilt]))  # fmt: skip
+    print(results[-1], flush=True)
+
+    disk = await sizes(system)
+    await system.close()
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"\nMachine: {machine()}; {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; median of {runs} runs")
+    print(f"Graph: {n_nodes:,} nodes, {edges_per_node} edges per node, {n:,} events; "
+          f"load {load_s:.0f} s\n")  # fmt: skip
+    print("| case | median | runs |")
+    print("| --- | ---: | --- |")
+    for name, value, values in results:
+        print(f"| {name} | {value:,.1f} | {', '.join(f'{v:,.1f}' for v in values)} |")
+    print(f"\nbench process peak RSS: {rss:,.0f} MiB")
+    print("| relation | size (MiB) |")
+    print("| --- | ---: |")
+    for name, size in disk:
+        print(f"| {name} | {size / 2**20:,.0f} |")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--nodes", type=int, default=200_000)
+    parser.add_argument("--edges-per-node", type=int, default=4)
+    parser.add_argument("--runs", type=int, default=3)
+    a = parser.parse_args()
+    asyncio.run(main(a.nodes, a.edges_per_node, a.runs))
