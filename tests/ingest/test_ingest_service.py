@@ -342,9 +342,15 @@ async def test_a_bulk_load_projects_nodes_and_edges_in_lanes_of_their_own_to_the
     asked: list[list[str] | None] = []
     real_catch_up = ProjectionRunner.catch_up
 
-    async def spy(self: ProjectionRunner, names: Any = None, *, until: int | None = None) -> int:
+    async def spy(
+        self: ProjectionRunner,
+        names: Any = None,
+        *,
+        tenant_id: str | None = None,
+        until: int | None = None,
+    ) -> int:
         asked.append(None if names is None else list(names))
-        return await real_catch_up(self, names, until=until)
+        return await real_catch_up(self, names, tenant_id=tenant_id, until=until)
 
     monkeypatch.setattr(ProjectionRunner, "catch_up", spy)
     project(tmp_path)
@@ -352,7 +358,7 @@ async def test_a_bulk_load_projects_nodes_and_edges_in_lanes_of_their_own_to_the
     assert ["kg_nodes"] in asked, "kg_nodes caught up in a lane of its own"
     assert any(a and "kg_edges" in a and "kg_nodes" not in a for a in asked), "and the others"
     assert report.projected == report.events
-    assert all(s.lag == 0 for s in await runtime.runner.status())
+    assert all(s.lag == 0 for s in await runtime.runner.status(runtime.scope.tenant_id))
     assert await hnsw_index(system_pool)
     projected = [await table_digest(system_pool, t) for t in ("kg_nodes", "kg_edges")]
     await runtime.runner.rebuild()
