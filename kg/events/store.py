@@ -257,8 +257,8 @@ class EventStore:
         """Events with position > ``after`` in position order, at most ``limit``.
 
         Positions are per tenant, so a read is of one tenant: with ``scope`` that tenant's
-        project, with ``tenant_id`` all of that tenant's projects (under the application role
-        only within its tenant scope: RLS returns nothing otherwise).
+        project, with ``tenant_id`` all of that tenant's projects. Either way the transaction
+        is scoped to that tenant (row-level security on the application role).
         """
         if (scope is None) == (tenant_id is None):
             raise ValidationError(
