@@ -9,17 +9,21 @@ ones, and new appends continue each tenant's own positions without gaps.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import asyncpg
 import pytest
 
 from kg.audit.verify import find_position_gaps, verify_tenant
-from kg.config import Scope
+from kg.config import Scope, Settings
+from kg.context.reproduce import reproduce_context_graph
+from kg.context.service import build_context_graph, parse_request
 from kg.db import migrate
 from kg.db.connect import create_pool
 from kg.embeddings import HashingEmbedder
-from kg.events import EventStore, NodeAsserted
+from kg.events import EdgeAsserted, EventStore, NodeAsserted, NodeRetired
 from kg.projections import ProjectionContext, ProjectionRunner, default_projections
+from kg.runtime import Runtime
 
 A, B, C = Scope("acme", "p"), Scope("globex", "p"), Scope("initech", "p")
 
@@ -45,8 +49,9 @@ async def _pools(url: str) -> tuple[asyncpg.Pool, asyncpg.Pool]:
     )
 
 
-async def _write_global_history(url: str) -> None:
-    """Positions 1-3 acme, 4-5 globex, 6-9 acme, 10-12 initech (global counter)."""
+async def _write_global_history(url: str, checkpoint: int | None = 5) -> None:
+    """Positions 1-3 acme, 4-5 globex, 6-9 acme, 10-12 initech (global counter); the
+    projections' checkpoints at ``checkpoint`` (as if they had applied the log that far)."""
     app, system = await _pools(url)
     try:
         store = EventStore(app)
@@ -55,11 +60,13 @@ async def _write_global_history(url: str) -> None:
         await store.append(A, "t", nodes("a-later", 4))
         await store.append(C, "s", nodes("c", 3))
         assert await system.fetchval("SELECT position FROM kg_log_head") == 12
-        # The projections had applied the global log up to position 5.
-        await system.execute(
-            "INSERT INTO projection_checkpoints (name, position) SELECT unnest($1::text[]), 5",
-            [p.name for p in default_projections()],
-        )
+        if checkpoint is not None:
+            await system.execute(
+                "INSERT INTO projection_checkpoints (name, position) "
+                "SELECT unnest($1::text[]), $2::bigint",
+                [p.name for p in default_projections()],
+                checkpoint,
+            )
     finally:
         await app.close()
         await system.close()
@@ -173,3 +180,30 @@ async def test_downgrade_goes_back_to_the_global_counter_unless_tenants_overlap(
     with pytest.raises(Exception, match="tenants hold events at the same positions"):
         migrate.downgrade(at_0012, "0012")
     assert migrate.current_revision(at_0012) == "0013"
+
+
+async def test_a_context_graph_over_history_kept_from_before_the_upgrade_reproduces(
+    at_0012: str, tmp_path: Path
+) -> None:
+    """acme's positions from the global era (1-3, 6-9) have gaps; a context graph built on them
+    records acme's as-of position, and a replay of acme's log to it derives the same graph."""
+    await _write_global_history(at_0012, checkpoint=None)
+    migrate.upgrade(at_0012)
+    app, system = await _pools(at_0012)
+    try:
+        settings = Settings(database_url=at_0012, scope=A, project_root=tmp_path)
+        rt = Runtime(settings, at_0012, app, system, HashingEmbedder())
+        link = EdgeAsserted(edge_type="USES", from_node="component:a0", to_node="component:a1")
+        await rt.store.append(A, "links", [link])  # acme's position 10
+        built = await build_context_graph(rt, parse_request(anchors=["component:a0"]))
+        assert built.as_of_position == 10
+        assert {"component:a0", "component:a1"} <= {n.node_id for n in built.nodes}
+        # Later changes of acme (and of another tenant) do not change the reproduction.
+        await rt.store.append(A, "later", [NodeRetired(node_id="component:a1")])
+        await rt.store.append(B, "later", nodes("b-later", 3))
+        reproduction = await reproduce_context_graph(rt, built.context_graph_id)
+        assert reproduction.as_of_position == 10
+        assert reproduction.reproduced_hash == reproduction.recorded_hash == built.content_hash
+    finally:
+        await app.close()
+        await system.close()
