@@ -1,7 +1,7 @@
 """Event store throughput: batched appends (1 and 8 writers), read-all, and the cost of the
 gapless-order lock compared with plain sequence-numbered inserts.
 
-Run: python bench/bench_event_store.py [--runs 3]
+Run: python bench/bench_event_store.py [--runs 3] [--tenants-only]
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ async def read_rate(store: EventStore, chunk: int = 5000) -> tuple[int, float]:
     return count, count / seconds
 
 
-async def main(runs: int) -> None:
+async def main(runs: int, tenants_only: bool) -> None:
     url = fresh_database()
     app = await create_pool(url, app_role=True, max_size=10)
     system = await create_pool(url, app_role=False, max_size=10)
@@ -145,18 +145,21 @@ async def main(runs: int) -> None:
             lambda: nolock_rate(system, 8, 10, 8_000),
         ),
     ]
+    if tenants_only:  # also runs on the code before per-tenant order, for a comparison
+        cases = [c for c in cases if "tenant" in c[0]]
     rows = []
     for name, case in cases:
         rates = [await case() for _ in range(runs)]
         rows.append((name, median(rates), rates))
-    reads = [await read_rate(system_store) for _ in range(runs)]
-    rows.append(
-        (
-            f"read all ({reads[0][0]:,} events, chunks of 5,000)",
-            median([r for _, r in reads]),
-            [r for _, r in reads],
+    if not tenants_only:
+        reads = [await read_rate(system_store) for _ in range(runs)]
+        rows.append(
+            (
+                f"read all ({reads[0][0]:,} events, chunks of 5,000)",
+                median([r for _, r in reads]),
+                [r for _, r in reads],
+            )
         )
-    )
     await app.close()
     await system.close()
 
@@ -170,4 +173,8 @@ async def main(runs: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
-    asyncio.run(main(parser.parse_args().runs))
+    parser.add_argument(
+        "--tenants-only", action="store_true", help="only the 1-tenant / 8-tenant cases"
+    )
+    args = parser.parse_args()
+    asyncio.run(main(args.runs, args.tenants_only))
