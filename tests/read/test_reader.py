@@ -19,9 +19,13 @@ def node(node_id: str, name: str) -> NodeAsserted:
 async def test_one_reader_per_runtime_and_its_head_is_the_stores(runtime: Runtime) -> None:
     reader = runtime.reader()
     assert runtime.reader() is reader
-    assert await reader.head() == await runtime.system_store.head() == 0
+    tenant = runtime.scope.tenant_id
+    assert await reader.head() == await runtime.system_store.head(tenant) == 0
     appended = await runtime.store.append(runtime.scope, "s", [node("component:a", "Alpha")])
-    assert await reader.head() == await runtime.system_store.head() == appended.last_position
+    assert await reader.head() == await runtime.system_store.head(tenant) == appended.last_position
+    # The head is the tenant's own: another tenant's appends do not move it.
+    await runtime.store.append(Scope("other", "p"), "s", [node("component:x", "X")])
+    assert await reader.head() == appended.last_position
 
 
 async def test_a_snapshot_catches_up_first_and_sees_one_state(runtime: Runtime) -> None:
