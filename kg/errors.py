@@ -61,6 +61,15 @@ class PolicyDeniedError(KgError):
     """A policy forbids the request. The message never names or describes denied content."""
 
 
+class ActionRefusedError(PolicyDeniedError):
+    """A policy does not grant the calling actor the action (tool call or command) it tried.
+    The message names the action, the actor and the refusing policies, never node content."""
+
+    def __init__(self, message: str, policy_ids: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.policy_ids = policy_ids
+
+
 class EmbeddingError(KgError):
     """An embedding provider failed or was configured inconsistently."""
 

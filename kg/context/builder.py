@@ -176,7 +176,7 @@ class ContextBuilder:
             row = rows.get(node_id)
             if row is None:
                 continue
-            verdict = gov.admit(row.node_type, row.labels, row.governed_by)
+            verdict = gov.admit(row.node_type, row.labels, row.governed_by, row.node_id)
             if verdict.denied:
                 denied.add(node_id)
             elif node_id in req.anchors:
@@ -201,7 +201,7 @@ class ContextBuilder:
                 governing.setdefault(policy_id, anchor_id)
         rows = await self.source.nodes(sorted(set(governing) - set(reached)))
         for row in rows:
-            verdict = gov.admit(row.node_type, row.labels, row.governed_by)
+            verdict = gov.admit(row.node_type, row.labels, row.governed_by, row.node_id)
             if verdict.denied:
                 denied.add(row.node_id)
                 continue
@@ -249,7 +249,7 @@ class ContextBuilder:
                 verdict = (
                     candidate.verdict
                     if candidate
-                    else gov.admit(row.node_type, row.labels, row.governed_by)
+                    else gov.admit(row.node_type, row.labels, row.governed_by, row.node_id)
                 )
                 if verdict.denied:
                     denied.add(node_id)
@@ -292,7 +292,7 @@ class ContextBuilder:
             wanted = {s for r in stale.values() for s in successors(r.row)} - set(reached) - denied
             found: dict[str, tuple[NodeRow, NodeVerdict]] = {}
             for row in await self.source.nodes(sorted(wanted)) if wanted else []:
-                verdict = gov.admit(row.node_type, row.labels, row.governed_by)
+                verdict = gov.admit(row.node_type, row.labels, row.governed_by, row.node_id)
                 if verdict.denied:
                     denied.add(row.node_id)
                 else:

@@ -19,6 +19,7 @@ from kg.events.knowledge import EdgeAsserted, NodeAsserted, edge_id
 from kg.events.policy import PolicyDefined
 from kg.policies.model import Policy
 from kg.projections.graph_reader import EdgeRow, NodeRow
+from kg.projections.normalise import policy_properties
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -50,7 +51,7 @@ class MemoryGraph:
             elif isinstance(event, EdgeAsserted):
                 graph.add_edge(event.edge_type, event.from_node, event.to_node, event.weight)
             elif isinstance(event, PolicyDefined):
-                rule = {"rule": event.rule.model_dump(mode="json")}
+                rule = policy_properties(event)
                 node = NodeAsserted(
                     node_id=event.policy_id,
                     node_type="Policy",
@@ -60,8 +61,17 @@ class MemoryGraph:
                     labels=("policy",),
                 )
                 graph.add_node(node, at)
+                graph.policy_list = [p for p in graph.policy_list if p.policy_id != event.policy_id]
                 graph.policy_list.append(
-                    Policy(event.policy_id, event.name, event.rule, project_id)
+                    Policy(
+                        event.policy_id,
+                        event.name,
+                        event.rule,
+                        project_id,
+                        graph.position,
+                        event.origin,
+                        event.description,
+                    )
                 )
         return graph
 

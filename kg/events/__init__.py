@@ -5,10 +5,11 @@ from kg.events.context import ContextGraphBuilt, ContextGraphUsed
 from kg.events.decision import DecisionRecorded
 from kg.events.envelope import AppendResult, EventMetadata, PendingEvent, RecordedEvent
 from kg.events.knowledge import EdgeAsserted, EdgeRetracted, NodeAsserted, NodeRetired
-from kg.events.policy import PolicyDefined, PolicyRetired
+from kg.events.policy import ActionRefused, PolicyChanged, PolicyDefined, PolicyRetired
 from kg.events.store import EventStore
 
 __all__ = [
+    "ActionRefused",
     "AppendResult",
     "ContextGraphBuilt",
     "ContextGraphUsed",
@@ -21,6 +22,7 @@ __all__ = [
     "NodeAsserted",
     "NodeRetired",
     "PendingEvent",
+    "PolicyChanged",
     "PolicyDefined",
     "PolicyRetired",
     "RecordedEvent",

@@ -25,18 +25,18 @@ class Governance:
     excluded_nodes: int = 0
 
     def verdict(
-        self, node_type: str, labels: Iterable[str], governed_by: Sequence[str]
+        self,
+        node_type: str,
+        labels: Iterable[str],
+        governed_by: Sequence[str],
+        node_id: str = "",
     ) -> NodeVerdict:
-        """Decide one node. Deny wins over redact; allow_actions only adds permissions."""
-        labels = tuple(labels)
+        """Decide one node. Deny wins over redact; allow_actions only adds permissions.
+
+        ``node_id`` lets path-glob and node-id selectors see the node (without it only edges,
+        types, labels and scopes apply)."""
         verdict = NodeVerdict()
-        applicable = [self.policies[p] for p in governed_by if p in self.policies]
-        applicable += [
-            p
-            for p in self.policies.values()
-            if p.policy_id not in governed_by and p.selects(node_type, labels)
-        ]
-        for policy in applicable:
+        for policy, _ in self.applicable(node_type, labels, governed_by, node_id):
             effect = policy.rule.effect
             if effect == "deny":
                 verdict.denied_by.append(policy.policy_id)
@@ -46,12 +46,35 @@ class Governance:
                 verdict.actions[policy.policy_id] = policy.rule.actions
         return verdict
 
+    def applicable(
+        self,
+        node_type: str,
+        labels: Iterable[str],
+        governed_by: Sequence[str],
+        node_id: str = "",
+    ) -> list[tuple[Policy, str]]:
+        """The policies that apply to one node and how each reaches it: ``GOVERNED_BY edge``
+        or the selector in words (``path docs/legal/**``, ``label secret``, ``scope project``).
+        What ``kg policy explain`` shows a person; an agent only ever gets counts."""
+        labels = tuple(labels)
+        found = [(self.policies[p], "GOVERNED_BY edge") for p in governed_by if p in self.policies]
+        for p in self.policies.values():
+            if p.policy_id in governed_by:
+                continue
+            how = p.selected_by(node_type, labels, node_id)
+            if how is not None:
+                found.append((p, how))
+        return found
+
     def admit(
-        self, node_type: str, labels: Iterable[str], governed_by: Sequence[str]
+        self,
+        node_type: str,
+        labels: Iterable[str],
+        governed_by: Sequence[str],
+        node_id: str = "",
     ) -> NodeVerdict:
         """Decide one node and count the decision (call once per distinct node)."""
-        labels = tuple(labels)
-        verdict = self.verdict(node_type, labels, governed_by)
+        verdict = self.verdict(node_type, labels, governed_by, node_id)
         if verdict.denied:
             self.excluded_nodes += 1
             for policy_id in verdict.denied_by:

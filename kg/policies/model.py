@@ -2,26 +2,89 @@
 
 A policy is a node (``policy:{id}``) created and changed by ``PolicyDefined`` events. It applies
 to an entity when the entity has a GOVERNED_BY edge to it, or when its selector matches the
-entity (node types and/or labels, or the whole project / tenant). Tenant isolation is not a
+entity (node types, labels, file path globs, explicit node ids, or the whole project /
+tenant). Tenant isolation is not a
 policy: it is enforced in SQL and cannot be switched off.
 """
 
 from __future__ import annotations
 
+import fnmatch
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 # The rule is part of the PolicyDefined event's stored schema, so the write side owns it: a
 # change to it is a change of an event schema (a version bump and an upcaster), not of policy
 # evaluation alone.
 from kg.events.policy import EFFECTS, Effect, PolicyRule
 
-__all__ = ["EFFECTS", "REDACTED_NAME", "Effect", "NodeVerdict", "Policy", "PolicyRule"]
+__all__ = [
+    "EFFECTS",
+    "REDACTED_NAME",
+    "Effect",
+    "NodeVerdict",
+    "Policy",
+    "PolicyRule",
+    "actor_matches",
+    "node_path",
+    "path_matches",
+]
 
 #: What a redacted node shows instead of its name. The redaction shape is decided here, once:
 #: a redacted node keeps its id and type and this name; no content, properties or labels, in
 #: a context graph, a graph query, a lineage step or a rendering alike.
 REDACTED_NAME = "[redacted]"
+
+
+#: Node id prefixes whose id carries the project-relative file path (``section:docs/a.md#x``,
+#: ``function:src/app.py::main``): a ``paths`` selector matches these nodes by that path.
+FILE_NODE_PREFIXES = frozenset(
+    {"document", "section", "file", "module", "class", "function", "method", "directive"}
+)
+
+
+def node_path(node_id: str) -> str | None:
+    """The project-relative file a node comes from, read off its id; None for other nodes."""
+    prefix, sep, rest = node_id.partition(":")
+    if not sep or prefix.casefold() not in FILE_NODE_PREFIXES:
+        return None
+    return rest.split("#", 1)[0].split("::", 1)[0] or None
+
+
+@lru_cache(maxsize=1024)
+def _glob(pattern: str) -> re.Pattern[str]:
+    """``**/`` is zero or more folders, ``*`` and ``?`` stay within one; case-sensitive, as
+    paths in git are."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out))
+
+
+def path_matches(pattern: str, path: str) -> bool:
+    return _glob(pattern).fullmatch(path) is not None
+
+
+def actor_matches(pattern: str, actor: str) -> bool:
+    """``*`` matches any run of characters (``mcp:*``, ``cli:alice``, ``*``)."""
+    return fnmatch.fnmatchcase(actor, pattern)
 
 
 @dataclass(frozen=True)
@@ -30,17 +93,63 @@ class Policy:
     name: str
     rule: PolicyRule
     project_id: str
+    #: the log position of the event that gave the policy its current rule (0: unknown)
+    since: int = 0
+    #: the policy file declaring it ('' : defined through the API)
+    origin: str = ""
+    description: str = ""
 
-    def selects(self, node_type: str, labels: Iterable[str]) -> bool:
+    def selects(self, node_type: str, labels: Iterable[str], node_id: str = "") -> bool:
         """Whether the selector (not an edge) makes this policy apply to such a node."""
+        return self.selected_by(node_type, labels, node_id) is not None
+
+    def selected_by(self, node_type: str, labels: Iterable[str], node_id: str = "") -> str | None:
+        """How the selector picks this node, in words (``path docs/legal/**``), or None.
+
+        Explicit node ids select a node outright; node types, labels and path globs, when more
+        than one kind is given, must all match (each kind matches on any of its values)."""
         rule = self.rule
         if rule.scope in ("project", "tenant"):
-            return True
-        if not rule.node_types and not rule.labels:
+            return f"scope {rule.scope}"
+        if node_id and node_id in rule.node_ids:
+            return f"node id {node_id}"
+        if not (rule.node_types or rule.labels or rule.paths):
+            return None
+        how: list[str] = []
+        if rule.node_types:
+            if node_type not in rule.node_types:
+                return None
+            how.append(f"type {node_type}")
+        if rule.labels:
+            hit = sorted(set(rule.labels) & set(labels))
+            if not hit:
+                return None
+            how.append(f"label {hit[0]}")
+        if rule.paths:
+            path = node_path(node_id)
+            pattern = next((p for p in rule.paths if path and path_matches(p, path)), None)
+            if pattern is None:
+                return None
+            how.append(f"path {pattern}")
+        return " + ".join(how)
+
+    def grants(self, actor: str, action: str) -> bool:
+        """Whether this allow_actions policy grants ``actor`` the ``action``."""
+        from kg.policies.actions import action_in
+
+        rule = self.rule
+        if rule.effect != "allow_actions":
             return False
-        type_ok = not rule.node_types or node_type in rule.node_types
-        label_ok = not rule.labels or bool(set(rule.labels) & set(labels))
-        return type_ok and label_ok
+        actors = rule.actors or ("*",)
+        return any(actor_matches(a, actor) for a in actors) and any(
+            action_in(action, granted) for granted in rule.actions
+        )
+
+    @property
+    def gates(self) -> bool:
+        """An allow_actions policy that names actors decides who may act on what it governs;
+        one without actors only tells an agent what it may do."""
+        return self.rule.effect == "allow_actions" and bool(self.rule.actors)
 
 
 @dataclass

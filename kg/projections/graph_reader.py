@@ -99,7 +99,8 @@ SELECT edge_id, edge_type, from_node, to_node, weight
 """
 
 _POLICIES = """
-SELECT node_id, name, properties -> 'rule' AS rule, project_id
+SELECT node_id, name, properties -> 'rule' AS rule, project_id, last_position,
+       coalesce(properties ->> 'origin', '') AS origin, content
   FROM kg_nodes
  WHERE tenant_id = $1 AND node_type = 'Policy' AND properties ? 'rule'
    AND (project_id = $2 OR properties -> 'rule' ->> 'scope' = 'tenant')
@@ -140,7 +141,15 @@ class GraphReader:
     async def policies(self) -> list[Policy]:
         rows = await self.conn.fetch(_POLICIES, self.scope.tenant_id, self.scope.project_id)
         return [
-            Policy(r["node_id"], r["name"], PolicyRule.model_validate(r["rule"]), r["project_id"])
+            Policy(
+                r["node_id"],
+                r["name"],
+                PolicyRule.model_validate(r["rule"]),
+                r["project_id"],
+                r["last_position"],
+                r["origin"],
+                r["content"],
+            )
             for r in rows
         ]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from kg.events.decision import DecisionRecorded
 from kg.events.envelope import RecordedEvent
@@ -17,7 +18,7 @@ from kg.events.knowledge import EdgeAsserted, EdgeRetracted, NodeAsserted, NodeR
 from kg.events.policy import PolicyDefined, PolicyRetired
 
 GRAPH_EVENTS = frozenset({"NodeAsserted", "NodeRetired", "EdgeAsserted", "EdgeRetracted"})
-MAPPED = frozenset({"PolicyDefined", "PolicyRetired", "DecisionRecorded"})
+MAPPED = frozenset({"PolicyDefined", "PolicyChanged", "PolicyRetired", "DecisionRecorded"})
 
 Change = NodeAsserted | NodeRetired | EdgeAsserted | EdgeRetracted
 
@@ -65,13 +66,21 @@ def _decision(source: RecordedEvent, d: DecisionRecorded) -> Iterator[GraphChang
             yield _edge(source, kind, d.node_id, target)
 
 
+def policy_properties(p: PolicyDefined) -> dict[str, Any]:
+    """A Policy node's properties: its rule, and the policy file declaring it, if any."""
+    properties: dict[str, Any] = {"rule": p.rule.model_dump(mode="json")}
+    if p.origin:
+        properties["origin"] = p.origin
+    return properties
+
+
 def _policy(source: RecordedEvent, p: PolicyDefined) -> GraphChange:
     node = NodeAsserted.model_construct(
         node_id=p.policy_id,
         node_type="Policy",
         name=p.name,
         content=p.description,
-        properties={"rule": p.rule.model_dump(mode="json")},
+        properties=policy_properties(p),
         labels=("policy",),
     )
     return GraphChange(source, node)

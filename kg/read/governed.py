@@ -79,7 +79,7 @@ class Governed:
     def _admit(self, row: NodeRow) -> Admitted | None:
         verdict = self._decided.get(row.node_id)
         if verdict is None:
-            verdict = self.governance.admit(row.node_type, row.labels, row.governed_by)
+            verdict = self.governance.admit(row.node_type, row.labels, row.governed_by, row.node_id)
             self._decided[row.node_id] = verdict
         return None if verdict.denied else Admitted(row, verdict)
 

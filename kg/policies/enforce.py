@@ -1,0 +1,84 @@
+"""Enforcement on the tools: may this actor run this action on these nodes? (See
+:mod:`kg.policies.actions` for the rule.) A refusal is appended as ``ActionRefused`` to the
+``policy-refusals`` stream before the typed error is raised, so a reviewer sees attempted
+actions as well as performed ones.
+
+The MCP tools and the CLI commands call :func:`require` first thing, with the actor
+(``mcp:<client name>``, ``cli:<user>``) and the nodes the call names.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+from collections.abc import Sequence
+
+from kg.db.tenancy import tenant_transaction
+from kg.errors import ActionRefusedError
+from kg.events import ActionRefused, EventMetadata
+from kg.policies.actions import Refusal, Subject, authorize
+from kg.projections.graph_reader import GraphReader
+from kg.runtime import Runtime
+
+REFUSALS_STREAM = "policy-refusals"
+MAX_SUBJECTS = 1000
+
+
+def cli_actor() -> str:
+    """The actor a ``kg`` command acts as: ``KG_ACTOR`` if set, else ``cli:<login name>``."""
+    configured = os.environ.get("KG_ACTOR", "").strip()
+    if configured:
+        return configured[:300]
+    try:
+        user = getpass.getuser()
+    except (OSError, KeyError):  # no login name (a container without a passwd entry)
+        user = "unknown"
+    return f"cli:{user}"
+
+
+async def check(rt: Runtime, actor: str, action: str, node_ids: Sequence[str]) -> Refusal | None:
+    """What refuses ``actor`` the ``action`` on ``node_ids`` (None: allowed). Reads only."""
+    wanted = list(dict.fromkeys(node_ids))[:MAX_SUBJECTS]
+    if rt.as_of is None:
+        await rt.catch_up()  # a policy synced a moment ago applies to this call
+    async with tenant_transaction(
+        rt.app_pool, rt.scope.tenant_id, isolation="repeatable_read", readonly=True
+    ) as conn:
+        reader = GraphReader(conn, rt.scope)
+        policies = {p.policy_id: p for p in await reader.policies()}
+        if not any(p.gates for p in policies.values()):
+            return None
+        rows = {r.node_id: r for r in await reader.nodes(wanted)} if wanted else {}
+    subjects = [
+        Subject(n, r.node_type, r.labels, r.governed_by) if (r := rows.get(n)) else Subject(n)
+        for n in wanted
+    ]
+    return authorize(policies, actor, action, subjects)
+
+
+async def require(
+    rt: Runtime,
+    actor: str,
+    action: str,
+    node_ids: Sequence[str] = (),
+    metadata: EventMetadata | None = None,
+) -> None:
+    """Return when ``actor`` may run ``action`` on ``node_ids``; else log the refusal and raise.
+
+    Raises:
+        ActionRefusedError: naming the action, the actor and the refusing policies.
+    """
+    refusal = await check(rt, actor, action, node_ids)
+    if refusal is None:
+        return
+    if rt.as_of is None:  # a read-only replay cannot log; it refuses all the same
+        event = ActionRefused(
+            actor=actor,
+            action=action,
+            node_ids=tuple(n[:1000] for n in node_ids[:MAX_SUBJECTS]),
+            policy_ids=refusal.policy_ids,
+            reason=refusal.message()[:2000],
+        )
+        meta = (metadata or EventMetadata(actor=actor)).model_copy(update={"actor": actor})
+        await rt.store.append(rt.scope, REFUSALS_STREAM, [event], metadata=meta)
+    raise ActionRefusedError(refusal.message(), refusal.policy_ids)
