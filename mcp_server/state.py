@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from mcp.server.mcpserver import Context
 
 from kg.events import EventMetadata
+from kg.policies.enforce import require
 from kg.runtime import Runtime
 from kg.validation import without_controls
 
@@ -49,3 +51,9 @@ def metadata_of(ctx: KgContext, session_id: str | None = None) -> EventMetadata:
         session_id=session_id,
         tool_call_id=None if request_id is None else str(request_id),
     )
+
+
+async def guard(ctx: KgContext, action: str, node_ids: Sequence[str] = ()) -> None:
+    """Refuse (and log) the call unless policies let this client run ``action`` on
+    ``node_ids`` (:mod:`kg.policies.actions`); the tool's name is its action."""
+    await require(runtime_of(ctx), actor_of(ctx), action, node_ids, metadata_of(ctx))

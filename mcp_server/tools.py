@@ -49,7 +49,7 @@ from mcp_server.models import (
     SearchOut,
     inline_refs,
 )
-from mcp_server.state import KgContext, metadata_of, runtime_of
+from mcp_server.state import KgContext, guard, metadata_of, runtime_of
 
 # Every string argument is bounded and storable (no NUL, no lone surrogate: kg.validation),
 # so the SDK refuses a bad one by name before any work is done.
@@ -146,6 +146,7 @@ async def build_context_graph(
     with its score and the reason it is there, the edges, governance (what policies excluded or
     redacted, what actions they allow) and the budget used. Keep the context_graph_id: pass it
     to record_context_usage and record_decision."""
+    await guard(ctx, "build_context_graph", anchors)
     rt = runtime_of(ctx)
     request = service.parse_request(
         anchors=anchors, task=task, mode=mode or default_mode(anchors),
@@ -184,6 +185,7 @@ async def record_context_usage(
 
     A decision recorded later with this context_graph_id is then linked to the nodes you list
     here rather than to every node the graph showed."""
+    await guard(ctx, "record_context_usage", node_ids)
     call_id = tool_call_id or f"mcp-{uuid.uuid4().hex}"
     result = await service.record_context_usage(
         runtime_of(ctx), context_graph_id, call_id, usage_type, node_ids,
@@ -228,6 +230,7 @@ async def record_decision(
     of the context graphs that informed it (the nodes record_context_usage named, else all),
     by REFERENCES and SUPERSEDES to the nodes given. Decisions are immutable: to change one,
     record a new one that supersedes it."""
+    await guard(ctx, "record_decision", (*references, *supersedes))
     recorded = await decisions.record_decision(
         runtime_of(ctx), text=text, rationale=rationale, decision_type=decision_type,
         confidence=confidence, context_graph_ids=context_graph_ids, references=references,
@@ -250,6 +253,8 @@ async def trace_decision_lineage(
 ) -> Annotated[CallToolResult, LineageOut]:
     """Explain a decision: the steps (decisions, context graphs, nodes, sources) and the links
     between them, each step with the log position, time and actor that created it."""
+    target = decision_id if decision_id.startswith("decision:") else f"decision:{decision_id}"
+    await guard(ctx, "trace_decision_lineage", [target])
     traced = await lineage.trace_decision_lineage(runtime_of(ctx), decision_id, direction, depth)
     return structured(LineageOut.model_validate(traced.to_dict()))
 
@@ -266,6 +271,7 @@ async def query_knowledge_graph(
 ) -> Annotated[CallToolResult, SearchOut]:
     """Find nodes by words or meaning: use it to find node ids to anchor a context graph on.
     Results are policy-checked (hidden matches are only counted)."""
+    await guard(ctx, "query_knowledge_graph")
     found = await graph_queries.query_knowledge_graph(
         runtime_of(ctx), text, mode=mode, node_types=node_types, limit=limit
     )
@@ -278,6 +284,7 @@ async def get_node(
 ) -> Annotated[CallToolResult, NodeOut]:
     """One node in full: its whole content (a context graph shows only the passages of a long
     section that match the task, marked partial), properties and heading path. Policy-checked."""
+    await guard(ctx, "get_node", [node_id])
     found = await graph_queries.get_node(runtime_of(ctx), node_id)
     title = found.breadcrumb or found.name
     return structured(found, f"# {title} ({found.node_id})\n\n{found.content}\n")
@@ -295,6 +302,7 @@ async def get_entity_neighbors(
 ) -> Annotated[CallToolResult, NeighborsOut]:
     """The nodes around one node and the edges that reach them (policy-checked). Unlike
     build_context_graph it is not scored or logged: use it to explore."""
+    await guard(ctx, "get_entity_neighbors", [node_id])
     found = await graph_queries.get_entity_neighbors(
         runtime_of(ctx), node_id, edge_types=edge_types, depth=depth, direction=direction,
         limit=limit,
@@ -310,6 +318,7 @@ async def find_path(
 ) -> Annotated[CallToolResult, PathOut]:
     """The shortest path between two nodes over edges of any type and direction, never through
     a node a policy denies. found is false when none is within max_depth."""
+    await guard(ctx, "find_path", [source, target])
     found = await graph_queries.find_path(runtime_of(ctx), source, target, max_depth=max_depth)
     return structured(found)
 
@@ -329,7 +338,9 @@ async def ingest_markdown(
 ) -> Annotated[CallToolResult, IngestOut]:
     """Ingest Markdown specs into the graph: a Document node per file, a Section per heading,
     links and requirement ids as edges. Only what changed is appended; files outside the
-    project are refused. Problems (bad UTF-8, broken front matter, ...) are listed per file."""
+    project are refused. Problems (bad UTF-8, broken front matter, ...) are listed per file.
+    Policies decide whether this client may ingest the files (the call is refused, and the
+    refusal logged, otherwise)."""
     from kg.ingest.service import ingest_paths
 
     rt = runtime_of(ctx)
@@ -348,6 +359,7 @@ async def lint_graph(
     front matter, as `file:line: message`. Reads files only; writes nothing."""
     from kg.ingest.service import lint_project
 
+    await guard(ctx, "lint_graph")
     rt = runtime_of(ctx)
     found = await lint_project(rt.settings.project_root, list(paths) or None)
     problems = [

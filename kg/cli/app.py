@@ -105,6 +105,11 @@ COMMANDS: dict[str, Lazy] = {
         "new",
         "Create a new spec file from a template (typed by the schema map, lint-clean).",
     ),
+    "policy": Lazy(
+        "kg.cli.policy",
+        "policy_app",
+        "The project's policies: list, explain a node, test a change.",
+    ),
     "hooks": Lazy("kg.cli.hooks", "hooks_app", "Git hooks: lint staged specs, sync the graph."),
     "server": Lazy(
         "kg.cli.server",

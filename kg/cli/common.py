@@ -4,8 +4,8 @@ a clear message and exit code 1."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 import typer
 from rich.markup import escape
@@ -13,8 +13,11 @@ from rich.markup import escape
 from kg.cli.consoles import console, err_console
 from kg.errors import KgError
 
+if TYPE_CHECKING:
+    from kg.runtime import Runtime
+
 T = TypeVar("T")
-__all__ = ["console", "err_console", "fail", "run"]
+__all__ = ["allowed", "console", "err_console", "fail", "run"]
 
 
 def run(make: Callable[[], Awaitable[T]]) -> T:
@@ -47,3 +50,13 @@ def run(make: Callable[[], Awaitable[T]]) -> T:
 def fail(message: str, code: int = 1) -> None:
     err_console.print(f"[bold red]error:[/] {message}")
     raise typer.Exit(code)
+
+
+async def allowed(rt: Runtime, action: str, node_ids: Sequence[str] = ()) -> None:
+    """Refuse (and log) the command unless policies let the CLI user (``cli:<login>``, or
+    ``KG_ACTOR``) run ``action`` (the MCP tool it mirrors) on ``node_ids``."""
+    from kg.events import EventMetadata
+    from kg.policies.enforce import cli_actor, require
+
+    actor = cli_actor()
+    await require(rt, actor, action, node_ids, EventMetadata(actor=actor))

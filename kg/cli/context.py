@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from kg.cli.common import console, err_console, run
+from kg.cli.common import allowed, console, err_console, run
 from kg.context.request import (
     DEFAULT_MAX_CONTENT_CHARS,
     DEFAULT_MAX_DEPTH,
@@ -73,6 +73,7 @@ def build(
 
     async def go() -> None:
         async with open_runtime() as rt:
+            await allowed(rt, "build_context_graph", anchor or ())
             graph = await build_context_graph(
                 rt, request, EventMetadata(actor="kg cli", session_id=session)
             )
@@ -114,6 +115,7 @@ def use(
 
     async def go() -> None:
         async with open_runtime() as rt:
+            await allowed(rt, "record_context_usage", node or ())
             result = await record_context_usage(rt, context_graph_id, tool_call, usage, node or ())
         state = "already recorded" if result.duplicate else "recorded"
         console.print(f"usage {state} at position {result.last_position}")
@@ -132,6 +134,7 @@ def node(
 
     async def go() -> None:
         async with open_runtime() as rt:
+            await allowed(rt, "get_node", [node_id])
             found = await get_node(rt, node_id)
         if as_json:
             console.print_json(found.model_dump_json())

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from kg.cli.common import console, fail, run
+from kg.cli.common import allowed, console, fail, run
 
 if TYPE_CHECKING:
     from rich.tree import Tree
@@ -38,6 +38,7 @@ def record(
 
     async def go() -> None:
         async with open_runtime() as rt:
+            await allowed(rt, "record_decision", [*(ref or ()), *(supersedes or ())])
             decision = await record_decision(
                 rt,
                 text=text,
@@ -102,6 +103,8 @@ def lineage(
 
     async def go() -> None:
         async with open_runtime() as rt:
+            target = decision if decision.startswith("decision:") else f"decision:{decision}"
+            await allowed(rt, "trace_decision_lineage", [target])
             result = await trace_decision_lineage(rt, decision, direction, depth)
         if fmt == "mermaid":
             from kg.audit.mermaid import lineage_mermaid

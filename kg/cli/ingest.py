@@ -47,15 +47,27 @@ def ingest(
     ),
     workers: int = typer.Option(0, help="Parsing processes (0: one per CPU, at most 4)."),
 ) -> None:
-    """Parse Markdown specs into the graph, appending events only for what changed."""
+    """Parse Markdown specs into the graph, appending events only for what changed.
+
+    The project's policy files (.kg/policies/*.yaml) are applied first, changes only."""
+    from kg.events import EventMetadata
     from kg.ingest.service import ingest_paths
+    from kg.policies.enforce import cli_actor
+    from kg.policies.sync import PolicySync, apply_policy_files
     from kg.runtime import open_runtime
 
-    async def go() -> IngestReport:
+    async def go() -> tuple[PolicySync, IngestReport]:
         async with open_runtime() as rt:
-            return await ingest_paths(rt, _absolute(paths), force=force, workers=workers)
+            policies = await apply_policy_files(rt, EventMetadata(actor="kg ingest"))
+            report = await ingest_paths(
+                rt, _absolute(paths), force=force, workers=workers, acting=cli_actor()
+            )
+            report.problems += policies.problems
+            return policies, report
 
-    report = run(go)
+    policies, report = run(go)
+    if policies.files or policies.events:
+        console.print(policies.summary(), markup=False)
     print_ingest(report)
     if report.failed or report.rejected:
         raise typer.Exit(1)

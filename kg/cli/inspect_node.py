@@ -16,7 +16,7 @@ import typer
 from rich.markup import escape
 from rich.tree import Tree
 
-from kg.cli.common import console, run
+from kg.cli.common import allowed, console, run
 
 if TYPE_CHECKING:  # the models load with the command's run, not with `kg --help`
     from kg.read.models import Neighbourhood, NodeView
@@ -104,6 +104,7 @@ def inspect(
     async def go() -> Neighbourhood:
         async with open_runtime() as rt:
             node_id = resolve_node(node, rt.settings.project_root, Path.cwd())
+            await allowed(rt, "get_entity_neighbors", [node_id])
             return await get_entity_neighbors(
                 rt,
                 node_id,

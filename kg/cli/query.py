@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from kg.cli.common import console, err_console, run
+from kg.cli.common import allowed, console, err_console, run
 
 
 def query(
@@ -26,6 +26,7 @@ def query(
 
     async def go() -> None:
         async with open_runtime() as rt:
+            await allowed(rt, "query_knowledge_graph")
             result = await query_knowledge_graph(
                 rt, text, mode=mode, node_types=node_type or (), limit=limit
             )

@@ -71,6 +71,8 @@ class SyncReport:
     reason: str = ""
     paths: list[str] = field(default_factory=list)
     ingest: IngestReport | None = None
+    #: what applying the policy files did (kg.policies.sync), '' when the project has none
+    policies: str = ""
 
     def summary(self) -> str:
         if self.mode == "up to date":
@@ -82,7 +84,8 @@ class SyncReport:
                 f"incremental {_short(self.from_commit)}..{_short(self.to_commit)}: "
                 f"{len(self.paths)} Markdown files changed"
             )
-        return head if self.ingest is None else f"{head}; {self.ingest.summary()}"
+        text = head if self.ingest is None else f"{head}; {self.ingest.summary()}"
+        return f"{text}; {self.policies}" if self.policies else text
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -92,6 +95,7 @@ class SyncReport:
             "reason": self.reason,
             "paths": self.paths,
             "ingest": None if self.ingest is None else self.ingest.to_dict(),
+            "policies": self.policies,
         }
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from kg.events import EventMetadata
 from kg.ingest import gitio
 from kg.ingest.lint import find_dangling
-from kg.ingest.model import ParseProblem
+from kg.ingest.model import ParseProblem, document_id
 from kg.ingest.pipeline import Options, Pipeline
 from kg.ingest.project import parse_project
 from kg.ingest.report import IngestReport, SyncReport
@@ -25,6 +25,10 @@ from kg.ingest.schema_map import SCHEMA_FILES, load_schema_map
 from kg.ingest.state import holds_mark, log_mark, scoped
 from kg.ingest.sync_state import Synced, last_synced, record_synced, state_key, sync_lock
 from kg.ingest.targets import Targets, is_project_markdown, resolve_targets
+from kg.policies.enforce import cli_actor, require
+from kg.policies.files import is_policy_file, load_policy_files, policy_folder
+from kg.policies.lint import lint_policy_files
+from kg.policies.sync import apply_policy_files
 from kg.runtime import Runtime
 
 
@@ -36,6 +40,7 @@ async def ingest_paths(
     actor: str = "kg ingest",
     metadata: EventMetadata | None = None,
     workers: int = 0,
+    acting: str | None = None,
 ) -> IngestReport:
     """Ingest Markdown files and folders (default: the whole project) into the graph.
 
@@ -48,16 +53,27 @@ async def ingest_paths(
 
     ``metadata`` (default: ``actor`` alone) goes with every event, plus the file it came from
     as ``source``; an MCP tool passes its session and tool call here. One correlation id ties
-    the run's events together.
+    the run's events together. ``acting`` (default: the metadata's actor) is who policies
+    must allow to ingest the files (``kg.policies.enforce``).
 
     Raises:
         ValidationError: the project's schema map is malformed.
         ConcurrencyConflictError: other writers kept changing the same files (after retries).
+        ActionRefusedError: a policy does not let ``acting`` ingest these files.
     """
     root = rt.settings.project_root
     targets = await asyncio.to_thread(resolve_targets, root, paths)
     meta = metadata or EventMetadata(actor=actor)
+    await _require_ingest(rt, acting or meta.actor, targets, meta)
     return await _run(rt, targets, Options(force=force, metadata=meta, workers=workers))
+
+
+async def _require_ingest(
+    rt: Runtime, actor: str, targets: Targets, metadata: EventMetadata
+) -> None:
+    """Policies must let ``actor`` ingest (``ingest_markdown``) every file it would touch."""
+    files = [*targets.files, *targets.missing]
+    await require(rt, actor, "ingest_markdown", [document_id(f) for f in files], metadata)
 
 
 async def _run(rt: Runtime, targets: Targets, options: Options) -> IngestReport:
@@ -72,7 +88,9 @@ async def _run(rt: Runtime, targets: Targets, options: Options) -> IngestReport:
     return report
 
 
-async def sync_project(rt: Runtime, *, full: bool = False, actor: str = "kg sync") -> SyncReport:
+async def sync_project(
+    rt: Runtime, *, full: bool = False, actor: str = "kg sync", acting: str | None = None
+) -> SyncReport:
     """Bring the graph up to the project's current git commit.
 
     Incremental when this database and scope were synced before: only the Markdown files that
@@ -82,6 +100,11 @@ async def sync_project(rt: Runtime, *, full: bool = False, actor: str = "kg sync
     run is a full scan, which skips unchanged files cheaply), or the database no longer holds
     the log the last sync ended at (reset, restored, replaced). The synced commit and that log
     mark are recorded in ``.kg/sync-state.json``; syncs of one project run one at a time.
+
+    The project's policy files are applied first (:mod:`kg.policies.sync`: only changes are
+    appended). ``acting`` (default: the CLI user, :func:`~kg.policies.enforce.cli_actor`) is
+    who policies must allow to ingest the changed files; a refusal writes nothing and
+    records no sync, so the next sync tries the same commits again.
     """
     root = rt.settings.project_root
     state_dir = rt.settings.state_dir
@@ -101,18 +124,22 @@ async def sync_project(rt: Runtime, *, full: bool = False, actor: str = "kg sync
             changes = await asyncio.to_thread(gitio.changed_between, root, last, head)
             if any(c.path in SCHEMA_FILES for c in changes):
                 reason = "the schema map changed"
+        meta = EventMetadata(actor=actor)
+        policies = await apply_policy_files(rt, meta)
+        who = acting or cli_actor()
         if reason is not None:
-            report = await _run(
-                rt, resolve_targets(root, None), Options(metadata=EventMetadata(actor=actor))
-            )
+            targets = await asyncio.to_thread(resolve_targets, root, None)
+            await _require_ingest(rt, who, targets, meta)
+            report = await _run(rt, targets, Options(metadata=meta))
             result = SyncReport("full", last, head, reason=reason, ingest=report)
         else:
             paths = sorted({c.path for c in changes if is_project_markdown(c.path)})
             targets = await asyncio.to_thread(resolve_targets, root, paths)
-            report = await _run(
-                rt, targets, Options(metadata=EventMetadata(actor=actor), report_missing=False)
-            )
+            await _require_ingest(rt, who, targets, meta)
+            report = await _run(rt, targets, Options(metadata=meta, report_missing=False))
             result = SyncReport("incremental", last, head, paths=paths, ingest=report)
+        result.policies = policies.summary() if policies.files or policies.events else ""
+        report.problems += policies.problems
         if head is not None:
             async with scoped(rt.app_pool, rt.scope) as conn:
                 mark = await log_mark(conn, rt.scope)
@@ -174,10 +201,41 @@ def lint_files(
     schema = load_schema_map(root)
     docs = parse_project(root, schema=schema, workers=workers)
     problems = [p for doc in docs for p in doc.problems] + find_dangling(docs)
+    policies = lint_policy_files(load_policy_files(root), docs)
     if paths is not None:
-        targets = resolve_targets(root, paths)
-        wanted = set(targets.files) | set(targets.missing)
+        folder = policy_folder(root)
+        if any(_covers_policy_files(root, p, folder) for p in paths):
+            problems += policies
+        targets = resolve_targets(
+            root, [p for p in paths if not _names_policy_files(root, p, folder)]
+        )
+        wanted = set(targets.files) | set(targets.missing) | {p.path for p in policies}
         problems = [
             p for p in problems if p.path in wanted or targets.covers_removed(p.path)
         ] + targets.problems
+    else:
+        problems += policies
     return sorted(set(problems), key=lambda p: (p.path, p.line, p.message))
+
+
+def _covers_policy_files(root: Path, path: Path | str, folder: str) -> bool:
+    """Whether a lint argument is the policy folder, a file in it, or a folder above it."""
+    rel = _project_relative(root, path)
+    if rel is None:
+        return False
+    return rel in (".", "", folder) or folder.startswith(rel + "/") or is_policy_file(rel, folder)
+
+
+def _project_relative(root: Path, path: Path | str) -> str | None:
+    full = Path(path) if Path(path).is_absolute() else root / path
+    try:
+        return full.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return None
+
+
+def _names_policy_files(root: Path, path: Path | str, folder: str) -> bool:
+    """Whether a lint argument is the policy folder or a file in it (not Markdown: linted by
+    :mod:`kg.policies.lint`, not resolved as a spec)."""
+    rel = _project_relative(root, path)
+    return rel is not None and (rel == folder or is_policy_file(rel, folder))

@@ -107,6 +107,18 @@ SELECT node_id, name, properties -> 'rule' AS rule, project_id, last_position,
  ORDER BY node_id
 """
 
+# Every node of the project as policies see it: the inputs of a verdict, no content.
+_SUBJECTS = """
+SELECT n.node_id, n.node_type, n.labels,
+       ARRAY(SELECT g.to_node FROM kg_edges g
+              WHERE g.tenant_id = n.tenant_id AND g.project_id = n.project_id
+                AND g.from_node = n.node_id AND g.edge_type = 'GOVERNED_BY'
+              ORDER BY g.to_node) AS governed_by
+  FROM kg_nodes n
+ WHERE n.tenant_id = $1 AND n.project_id = $2
+ ORDER BY n.node_id
+"""
+
 # Recency is measured against the project's newest node change, not the wall clock and not the
 # log head: building (and logging) a context graph does not age the graph it was built from.
 _AS_OF = """
@@ -152,6 +164,12 @@ class GraphReader:
             )
             for r in rows
         ]
+
+    async def policy_subjects(self) -> list[tuple[str, str, tuple[str, ...], tuple[str, ...]]]:
+        """``(node id, type, labels, governing policies)`` of every node of the project, by
+        id: what a policy verdict needs and nothing else (``kg policy test``)."""
+        rows = await self.conn.fetch(_SUBJECTS, self.scope.tenant_id, self.scope.project_id)
+        return [(r[0], r[1], tuple(r[2]), tuple(r[3])) for r in rows]
 
     async def nodes(self, node_ids: Sequence[str]) -> list[NodeRow]:
         rows = await self.conn.fetch(
