@@ -6,10 +6,12 @@ graph runs as the tool it mirrors (``kg ingest`` and ``kg sync`` as ``ingest_mar
 ``read`` (every reading action), ``write`` (every appending one) or ``*``.
 
 Who may act is decided by the *gating* policies: ``allow_actions`` policies that name actors.
-A node governed by gating policies (through a GOVERNED_BY edge or a selector) may be acted on
-only by an actor one of them grants the action to; an action that names no node is governed by
-the project- and tenant-scoped gating policies. Where no gating policy governs, the action is
-allowed: a project without gating policies behaves as before. ``default: deny-writes`` in a
+A node governed by gating policies may be acted on only by an actor one of them grants the
+action to. The most specific policies decide: those that reach the node through a GOVERNED_BY
+edge or a selector, and only where there are none the project- and tenant-scoped ones (so a
+policy on ``docs/legal/**`` can narrow what the project default allows). An action that names
+no node is governed by the project- and tenant-scoped gating policies. Where no gating policy
+governs, the action is allowed: a project without gating policies behaves as before. ``default: deny-writes`` in a
 policy file is such a project-scoped policy (``policy:default``), granting ``read`` to everyone,
 so every write needs an explicit grant.
 """
@@ -72,9 +74,11 @@ class Refusal:
             if self.nodes
             else "in this project (the call names no node)"
         )
+        which = "policy" if len(self.policy_ids) == 1 else "policies"
+        verb = "allows" if len(self.policy_ids) == 1 else "allow"
         return (
-            f"{self.actor} may not run {self.action} {what}: policy "
-            f"{', '.join(self.policy_ids)} allows it only to other actors. The refusal is "
+            f"{self.actor} may not run {self.action} {what}: {which} "
+            f"{', '.join(self.policy_ids)} {verb} it only to other actors. The refusal is "
             "logged. To allow it, add the actor (or a pattern such as 'mcp:*') and the action "
             "to an allow_actions policy in .kg/policies/ and sync; `kg policy explain NODE` "
             "shows which policies govern a node"
@@ -82,16 +86,18 @@ class Refusal:
 
 
 def gating_for(subject: Subject, policies: Mapping[str, Policy]) -> list[Policy]:
-    """The gating policies that govern one node (edge, selector or scope)."""
+    """The gating policies that decide for one node: those reaching it by edge or selector,
+    else the project- and tenant-scoped ones."""
     found = [policies[p] for p in subject.governed_by if p in policies and policies[p].gates]
-    found += [
-        p
-        for p in policies.values()
-        if p.gates
-        and p.policy_id not in subject.governed_by
-        and p.selects(subject.node_type, subject.labels, subject.node_id)
-    ]
-    return found
+    scoped: list[Policy] = []
+    for p in policies.values():
+        if not p.gates or p.policy_id in subject.governed_by:
+            continue
+        if p.rule.scope != "selected":
+            scoped.append(p)
+        elif p.selects(subject.node_type, subject.labels, subject.node_id):
+            found.append(p)
+    return found or scoped
 
 
 def authorize(

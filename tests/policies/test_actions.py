@@ -60,6 +60,10 @@ def test_deny_writes_by_default_needs_a_grant_for_every_write() -> None:
     assert authorize(gated, "mcp:claude", "ingest_markdown", [PRD]) is not None
     # A grant on the nodes involved is enough.
     assert authorize(gated, "cli:ada", "record_decision", [LEGAL]) is None
+    # The policy selecting a node decides for it, not the project default: legal narrows it.
+    assert authorize(gated, "mcp:claude", "get_node", [PRD]) is None
+    refused = authorize(gated, "mcp:claude", "get_node", [LEGAL])
+    assert refused is not None and refused.policy_ids == ("policy:legal-team",)
     writers = policy(
         "policy:writers", effect="allow_actions", scope="project", actions=("write",),
         actors=("mcp:claude",),

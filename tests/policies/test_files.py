@@ -73,21 +73,34 @@ def test_mistakes_are_file_line_problems(tmp_path: Path) -> None:
         "  - id: d\n    effect: deny\n    colour: red\n",
     )
     write(tmp_path, ".kg/policies/dup.yaml", "policies:\n  - {id: a2, effect: deny, labels: [y]}\n")
-    write(tmp_path, ".kg/policies/more.yaml", "policies:\n  - {id: a2, effect: redact, labels: [z]}\n")
+    write(
+        tmp_path, ".kg/policies/more.yaml", "policies:\n  - {id: a2, effect: redact, labels: [z]}\n"
+    )
     write(tmp_path, ".kg/policies/broken.yaml", "policies: [\n")
 
     found = load_policy_files(tmp_path)
 
     said = {f"{p.path}:{p.line}: {p.message}" for p in found.problems}
-    assert ".kg/policies/bad.yaml:2: policy:a: unknown effect 'forbid'; use one of deny, " \
+    assert (
+        ".kg/policies/bad.yaml:2: policy:a: unknown effect 'forbid'; use one of deny, "
         "redact, allow_actions" in said
-    assert any(s.startswith(".kg/policies/bad.yaml:5: policy:b:") and "cannot list actions" in s
-               for s in said), said
+    )
+    assert any(
+        s.startswith(".kg/policies/bad.yaml:5: policy:b:") and "cannot list actions" in s
+        for s in said
+    ), said
     assert any(s.startswith(".kg/policies/bad.yaml:9: policy:c: no selector") for s in said)
-    assert any(s.startswith(".kg/policies/bad.yaml:11: policies[3]: unknown key(s) ['colour']")
-               for s in said), said
-    assert any(s.startswith(".kg/policies/more.yaml:2: policy id policy:a2 is already declared "
-                            "at .kg/policies/dup.yaml:2") for s in said), said
+    assert any(
+        s.startswith(".kg/policies/bad.yaml:11: policies[3]: unknown key(s) ['colour']")
+        for s in said
+    ), said
+    assert any(
+        s.startswith(
+            ".kg/policies/more.yaml:2: policy id policy:a2 is already declared "
+            "at .kg/policies/dup.yaml:2"
+        )
+        for s in said
+    ), said
     assert any(s.startswith(".kg/policies/broken.yaml:2: invalid YAML") for s in said), said
     assert not found.ok
 
@@ -118,12 +131,24 @@ def test_lint_reports_policies_that_select_nothing_hide_policies_or_conflict(
         return said[hits[0]]
 
     assert one(".kg/policies/p.yaml:2: policy:typo: paths docs/legl/** ") == "error"
-    assert one(".kg/policies/p.yaml:3: policy:hide-all: a redact that hides the policies "
-               "themselves (its paths match the policy file .kg/policies/p.yaml)") == "error"
-    assert one(".kg/policies/p.yaml:5: policy:legal-team conflicts with policy:legal "
-               "(.kg/policies/p.yaml:4)") == "error"
-    assert one(".kg/policies/p.yaml:6: policy:ghost: node section:docs/prd.md#nope is in "
-               "no spec") == "error"
+    assert (
+        one(
+            ".kg/policies/p.yaml:3: policy:hide-all: a redact that hides the policies "
+            "themselves (its paths match the policy file .kg/policies/p.yaml)"
+        )
+        == "error"
+    )
+    assert (
+        one(
+            ".kg/policies/p.yaml:5: policy:legal-team conflicts with policy:legal "
+            "(.kg/policies/p.yaml:4)"
+        )
+        == "error"
+    )
+    assert (
+        one(".kg/policies/p.yaml:6: policy:ghost: node section:docs/prd.md#nope is in no spec")
+        == "error"
+    )
     assert one(".kg/policies/p.yaml:7: policy:comp: no spec node has the selected") == "warning"
     assert not any(s.startswith(".kg/policies/p.yaml:4:") for s in said), said
     # Linting one spec file leaves the policy files out; naming the folder brings them in.
