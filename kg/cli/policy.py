@@ -119,9 +119,11 @@ def test(
     from kg.policies.explain import PolicyPreview, preview_policy_files
     from kg.runtime import open_runtime
 
+    drafts = [Path(f).absolute() for f in files or []]
+
     async def go() -> PolicyPreview:
         async with open_runtime() as rt:
-            return await preview_policy_files(rt, [Path(f).absolute() for f in files or []])
+            return await preview_policy_files(rt, drafts)
 
     preview = run(go)
     if as_json:

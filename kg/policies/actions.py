@@ -11,9 +11,9 @@ action to. The most specific policies decide: those that reach the node through 
 edge or a selector, and only where there are none the project- and tenant-scoped ones (so a
 policy on ``docs/legal/**`` can narrow what the project default allows). An action that names
 no node is governed by the project- and tenant-scoped gating policies. Where no gating policy
-governs, the action is allowed: a project without gating policies behaves as before. ``default: deny-writes`` in a
-policy file is such a project-scoped policy (``policy:default``), granting ``read`` to everyone,
-so every write needs an explicit grant.
+governs, the action is allowed: a project without gating policies behaves as before.
+``default: deny-writes`` in a policy file is such a project-scoped policy
+(``policy:default``), granting ``read`` to everyone, so every write needs an explicit grant.
 """
 
 from __future__ import annotations

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from mcp import Client
@@ -126,9 +125,7 @@ async def test_a_node_governed_by_a_gating_policy_is_read_only_by_its_actors(
     assert await refusals(shop) == [("mcp:trusted-claude", "get_node", ["policy:payments-team"])]
 
 
-async def test_without_gating_policies_every_client_may_write(
-    shop: Runtime, tmp_path: Path
-) -> None:
+async def test_without_gating_policies_every_client_may_write(shop: Runtime) -> None:
     said = await calls(shop, "anyone")
 
     assert said["record_decision"]["node_id"].startswith("decision:")
