@@ -47,10 +47,11 @@ def lint_staged(root: Path) -> list[ParseProblem]:
         ValidationError: the project's schema map is malformed.
     """
     changes = gitio.staged_changes(root)
+    policy_problems = _lint_staged_policies(root, changes)
     staged = sorted({c.path for c in changes if c.status != "D" and is_project_markdown(c.path)})
     deleted = {c.path for c in changes if c.status == "D" and is_project_markdown(c.path)}
     if not staged and not deleted:
-        return []
+        return policy_problems
     modified = {c.path for c in changes if c.status not in ("A", "D")} & set(staged)
     schema = load_schema_map(root)
     indexed = [p for p in gitio.indexed_files(root) if is_project_markdown(p)]
@@ -93,5 +94,19 @@ def lint_staged(root: Path) -> list[ParseProblem]:
         )
         for doc in context.values()
     ]
-    problems += find_dangling(lint_set)
+    problems += find_dangling(lint_set) + policy_problems
     return sorted(set(problems), key=lambda p: (p.path, p.line, p.message))
+
+
+def _lint_staged_policies(root: Path, changes: list[gitio.Change]) -> list[ParseProblem]:
+    """The staged policy files, checked as staged, when the commit touches any of them."""
+    from kg.policies.files import is_policy_file, policy_folder
+    from kg.policies.lint import lint_policy_texts
+
+    folder = policy_folder(root)
+    if not any(is_policy_file(c.path, folder) for c in changes):
+        return []
+    paths = [p for p in gitio.indexed_files(root) if is_policy_file(p, folder)]
+    blobs = gitio.read_index_blobs(root, paths)
+    texts = {p: blob.decode("utf-8", "replace") for p, blob in blobs.items()}
+    return lint_policy_texts(root, texts)

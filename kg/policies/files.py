@@ -94,15 +94,18 @@ def is_policy_file(relpath: str, folder: str = POLICY_DIR) -> bool:
     return relpath.startswith(folder + "/") and relpath.endswith((".yaml", ".yml"))
 
 
-def load_policy_files(root: Path, overrides: dict[str, str] | None = None) -> PolicyFiles:
+def load_policy_files(
+    root: Path, overrides: dict[str, str] | None = None, *, disk: bool = True
+) -> PolicyFiles:
     """Every policy file of the project, parsed and checked on its own (lint adds the checks
     that need the specs). ``overrides`` maps project-relative paths to text that replaces the
-    file's on disk, or adds one (``kg policy test`` previews a change this way)."""
+    file's on disk, or adds one (``kg policy test`` previews a change this way); with
+    ``disk=False`` only ``overrides`` are read (the pre-commit hook passes the staged files)."""
     folder = policy_folder(root)
     found = PolicyFiles(folder)
     texts: dict[str, str | None] = {}
     base = root / folder
-    if base.is_dir():
+    if disk and base.is_dir():
         for path in sorted(base.rglob("*")):
             if path.suffix in (".yaml", ".yml") and path.is_file():
                 texts[path.relative_to(root).as_posix()] = None

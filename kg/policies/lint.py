@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from kg.ingest.model import ParsedDocument, ParseProblem
-from kg.policies.files import PolicyFiles, PolicySpec
+from kg.policies.files import PolicyFiles, PolicySpec, load_policy_files
 from kg.policies.model import Policy, path_matches
 
 _FILE_IDS = ("document:", "section:", "requirement:")
@@ -45,6 +46,16 @@ def lint_policy_files(files: PolicyFiles, docs: Iterable[ParsedDocument]) -> lis
         problems += _matches_nothing(spec, nodes, selected[spec.policy_id])
         problems += _hides_policies(spec, files)
     problems += _conflicts(files.specs, selected)
+    return problems
+
+
+def lint_policy_texts(root: Path, texts: dict[str, str]) -> list[ParseProblem]:
+    """The checks that need no specs (the loader's, and policies hiding policies), on the
+    given file texts only: what the pre-commit hook runs on the staged policy files."""
+    files = load_policy_files(root, texts, disk=False)
+    problems = list(files.problems)
+    for spec in files.specs:
+        problems += _hides_policies(spec, files)
     return problems
 
 

@@ -147,3 +147,44 @@ def test_install_keeps_foreign_hooks_unless_forced(tmp_path: Path, db_url: str) 
     assert (tmp_path / ".git/hooks/pre-commit.before-kg").read_text() == "#!/bin/sh\necho mine\n"
     assert "kg hooks install" in mine.read_text()
     assert install(repo).returncode == 0, "reinstalling over kg's own hooks needs no --force"
+
+
+async def test_a_policy_file_committed_reaches_the_graph_through_the_hooks(
+    repo: Repo, system_pool: asyncpg.Pool, scope: Scope
+) -> None:
+    repo.write("docs/legal/nda.md", "# NDA\n")
+    repo.write(
+        ".kg/policies/legal.yaml",
+        "policies:\n  - id: legal\n    effect: deny\n    paths: ['docs/legal/**']\n",
+    )
+    assert commit(repo).returncode == 0
+
+    async def policies() -> list[tuple[str, str, str]]:
+        rows = await system_pool.fetch(
+            "SELECT event_type, stream_id, metadata->>'source' AS source FROM kg_events "
+            "WHERE event_type LIKE 'Policy%' ORDER BY position"
+        )
+        return [(r["event_type"], r["stream_id"], r["source"]) for r in rows]
+
+    assert await policies() == [("PolicyDefined", "policy:legal", ".kg/policies/legal.yaml:2")]
+    log = (repo.root / ".kg/hooks.log").read_text()
+    assert "1 policy file(s): 1 defined, 0 changed, 0 retired" in log
+
+    # A broken policy file is stopped by the pre-commit hook, file:line.
+    repo.write(".kg/policies/legal.yaml", "policies:\n  - id: legal\n    effect: hide\n")
+    blocked = commit(repo)
+    assert blocked.returncode == 1
+    assert ".kg/policies/legal.yaml:2: policy:legal: unknown effect 'hide'" in blocked.stderr
+
+    repo.write(
+        ".kg/policies/legal.yaml",
+        "policies:\n  - {id: legal, effect: redact, paths: ['docs/legal/**']}\n",
+    )
+    assert commit(repo).returncode == 0
+    repo.git("rm", "-q", ".kg/policies/legal.yaml")
+    assert commit(repo).returncode == 0
+    assert [kind for kind, _, _ in await policies()] == [
+        "PolicyDefined",
+        "PolicyChanged",
+        "PolicyRetired",
+    ]
