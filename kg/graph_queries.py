@@ -22,6 +22,7 @@ from kg.read.models import (
     Neighbour,
     Neighbourhood,
     NodeDetail,
+    NodeListing,
     SearchHit,
     SearchResults,
 )
@@ -211,4 +212,21 @@ async def find_path(rt: Runtime, source: str, target: str, *, max_depth: int = 4
         length=len(path_edges),
         nodes=[nodes[n].view() for n in path_nodes],
         edges=[edge_view(e) for e in path_edges],
+    )
+
+
+async def list_nodes(rt: Runtime, node_type: str | None = None, limit: int = 50) -> NodeListing:
+    """The project's node types with how many nodes of each the caller may see, or (with
+    ``node_type``) the first ``limit`` nodes of that type by id. Policy-checked: denied nodes
+    are only counted (``excluded_by_policy``), redacted ones show their id and type only."""
+    if node_type is not None:
+        check_text("node_type", node_type, MAX_ID_CHARS)
+    _check_range("limit", limit, 1, 1000)
+    async with rt.reader().snapshot() as snap:
+        governed = await snap.governed()
+        counts, chosen = await governed.census(node_type, limit)
+    return NodeListing(
+        types=dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
+        nodes=[n.view() for n in chosen],
+        excluded_by_policy=governed.excluded,
     )

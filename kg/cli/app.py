@@ -75,6 +75,17 @@ COMMANDS: dict[str, Lazy] = {
         "query",
         "Find nodes by full text, meaning, or both (reciprocal rank fusion); policy-checked.",
     ),
+    "path": Lazy(
+        "kg.cli.explore",
+        "path",
+        "The shortest path between two nodes over edges of any type and direction, never "
+        "through a node a policy denies.",
+    ),
+    "nodes": Lazy(
+        "kg.cli.explore",
+        "nodes",
+        "The graph's node types with their counts, or the nodes of one type (--type).",
+    ),
     "decision": Lazy("kg.cli.decisions", "decision_app", "Record decisions."),
     "lineage": Lazy(
         "kg.cli.decisions",

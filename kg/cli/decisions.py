@@ -65,6 +65,11 @@ def _tree(lineage: Lineage) -> Tree:
     children: dict[str, list[tuple[str, str]]] = {}
     for link in lineage.links:
         children.setdefault(link.from_id, []).append((link.relation, link.to_id))
+    # A later decision that supersedes one in the tree is linked to it by its own edge
+    # (later -> earlier): drawn from the earlier one, or downstream would drop it.
+    for link in lineage.links:
+        if link.relation == "SUPERSEDES" and link.from_id != lineage.decision_id:
+            children.setdefault(link.to_id, []).append(("SUPERSEDED_BY", link.from_id))
 
     def label(step_id: str, relation: str = "") -> str:
         s = steps[step_id]

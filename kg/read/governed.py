@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kg.errors import NotFoundError, PolicyDeniedError
+from kg.policies.actions import Subject
 from kg.policies.evaluate import Governance
 from kg.policies.model import NodeVerdict
 from kg.policies.redaction import Visible, visible
@@ -82,6 +83,35 @@ class Governed:
             verdict = self.governance.admit(row.node_type, row.labels, row.governed_by, row.node_id)
             self._decided[row.node_id] = verdict
         return None if verdict.denied else Admitted(row, verdict)
+
+    async def census(
+        self, node_type: str | None, limit: int
+    ) -> tuple[dict[str, int], list[Admitted]]:
+        """How many nodes of each type pass the policies (denied ones are counted as
+        excluded), and the first ``limit`` of ``node_type`` by id (``kg nodes``)."""
+        counts: dict[str, int] = {}
+        chosen: list[str] = []
+        for s in await self.every_subject():
+            if node_type is not None and s.node_type != node_type:
+                continue
+            verdict = self.governance.admit(s.node_type, s.labels, s.governed_by, s.node_id)
+            self._decided[s.node_id] = verdict
+            if verdict.denied:
+                continue
+            counts[s.node_type] = counts.get(s.node_type, 0) + 1
+            if node_type is not None and len(chosen) < limit:
+                chosen.append(s.node_id)
+        return counts, await self.nodes(chosen)
+
+    async def subjects(self, node_ids: Sequence[str]) -> list[Subject]:
+        """What the policies see of these nodes (id, type, labels, governing policies), for
+        the action guard and explanations: no name, no content, nothing decided or counted."""
+        rows = await self._graph.nodes(node_ids) if node_ids else []
+        return [Subject(r.node_id, r.node_type, r.labels, r.governed_by) for r in rows]
+
+    async def every_subject(self) -> list[Subject]:
+        """:meth:`subjects` of every node of the project, by id (``kg policy test``)."""
+        return [Subject(*row) for row in await self._graph.policy_subjects()]
 
     async def nodes(self, node_ids: Sequence[str]) -> list[Admitted]:
         """Those of ``node_ids`` that exist and that no policy denies."""

@@ -72,3 +72,11 @@ class GraphPath(BaseModel):
     nodes: list[NodeView] = Field(description="From source to target")
     edges: list[EdgeView]
     max_depth: int | None = Field(default=None, description="Depth searched, when not found")
+
+
+class NodeListing(BaseModel):
+    """``kg nodes``: visible nodes per type, or the first nodes of one type."""
+
+    types: dict[str, int]
+    nodes: list[NodeView] = Field(default_factory=list)
+    excluded_by_policy: int = 0

@@ -51,6 +51,18 @@ READS_THE_GRAPH: dict[str, list[tuple[str, ...]]] = {
         ("audit", "report", "--decision", "decision:open", "-o", "-"),
         ("audit", "report", "--decision", "decision:hidden", "-o", "-"),
     ],
+    "path": [
+        ("path", "component:checkout", "component:hsm", "--max-depth", "6"),
+        ("path", "component:checkout", "document:card-data", "--json"),
+    ],
+    "nodes": [("nodes",), ("nodes", "--type", "Component"), ("nodes", "--type", "Document")],
+    # For people at a terminal: policy ids, selectors and node ids, never names or content.
+    "policy list": [("policy", "list"), ("policy", "list", "--json")],
+    "policy explain": [
+        ("policy", "explain", "component:vault"),
+        ("policy", "explain", "document:card-data", "--json"),
+    ],
+    "policy test": [("policy", "test")],
 }
 
 # Commands that print no node names or content, and why.
