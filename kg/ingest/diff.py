@@ -25,7 +25,8 @@ from kg.ingest.model import DOCUMENT, REQUIREMENT, ParsedDocument, ParsedEdge, P
 from kg.ingest.schema_map import SchemaMap
 
 # Bump when parsing rules change what a file produces, so unchanged files are re-derived.
-PARSER_VERSION = "2"  # 2: section heading path and document status in properties
+# 2: section heading path and document status in properties. 3: labels from front matter.
+PARSER_VERSION = "3"
 SOURCE_KEY = "kg_source"
 STREAM_PREFIX = "doc:"
 _MAX_STREAM = 500
@@ -48,7 +49,11 @@ def schema_fingerprint(schema: SchemaMap) -> str:
         [r.node_type, list(r.paths), list(r.front_matter_types), list(r.headings)]
         for r in schema.rules
     ]
-    text = canonical_json({"rules": rules, "prefixes": list(schema.requirement_prefixes)})
+    labels = [[list(r.paths), list(r.labels)] for r in schema.label_rules]
+    fields: dict[str, object] = {"rules": rules, "prefixes": list(schema.requirement_prefixes)}
+    if labels:  # absent when unused, so maps without labels keep their fingerprint
+        fields["labels"] = labels
+    text = canonical_json(fields)
     return hashlib.sha256(text.encode()).hexdigest()
 
 

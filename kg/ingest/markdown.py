@@ -46,9 +46,10 @@ from kg.ingest.model import (
     requirement_id,
     section_id,
 )
-from kg.ingest.schema_map import SchemaMap, load_schema_map
+from kg.ingest.schema_map import LABEL, LABEL_RULE, SchemaMap, load_schema_map
 from kg.ingest.slugs import Slugger
 from kg.ingest.status import front_matter_status, status_line
+from kg.validation import clip
 
 
 def parse_markdown(
@@ -317,12 +318,30 @@ class _Builder:
                 return status_line(first, heading_is_status=True)
         return {}
 
+    def _labels(self) -> tuple[str, ...]:
+        """Labels for the document and each of its sections, which policies select by: the
+        schema map's for the file's path, then the front matter's ``labels:``."""
+        declared = self.front_matter.get("labels", [])
+        declared = [declared] if isinstance(declared, str) else declared
+        if not isinstance(declared, list) or not all(isinstance(v, str) for v in declared):
+            self._problem(1, "front matter 'labels' must be a label or a list of labels")
+            declared = []
+        good = []
+        for label in declared:
+            if LABEL.match(label):
+                good.append(label)
+            else:
+                self._problem(1, f"front matter label {clip(label)} is not valid: {LABEL_RULE}")
+        labels = [*self.schema.labels_for(self.relpath), *good]
+        return tuple(dict.fromkeys(label for label in labels if label not in (DOCUMENT, SECTION)))
+
     def nodes(self) -> list[ParsedNode]:
         first_heading = self.sections[0].line if self.sections else len(self.lines)
         title = self.front_matter.get("title")
         name = title[:MAX_NAME] if isinstance(title, str) and title.strip() else self.first_h1
         doc_type = self.schema.document_type(self.relpath, self.front_matter) or DOCUMENT
         status = self._status()
+        extra = self._labels()
         nodes = [
             ParsedNode(
                 self.doc_id,
@@ -330,7 +349,7 @@ class _Builder:
                 name or posixpath.splitext(posixpath.basename(self.relpath))[0],
                 self._text(self.preamble_start, first_heading),
                 {**status, **self.front_matter},
-                (DOCUMENT,),
+                (DOCUMENT, *extra),
                 1,
             )
         ]
@@ -345,7 +364,7 @@ class _Builder:
                     section.name,
                     self._text(section.body_start, self._end(i)),
                     {**properties, **status},
-                    (SECTION,),
+                    (SECTION, *extra),
                     section.line + 1,
                 )
             )

@@ -12,10 +12,14 @@ A schema map is a YAML file, ``.kg/schema.yaml`` or ``kg-schema.yaml`` in the pr
       - type: Story
         paths: ["**/stories/*.md"]
         headings: ['^Story\\b']   # regular expressions searched in the heading text
+    labels:                      # labels by path, for policies to select (kg.policies)
+      - paths: ["docs/legal/**"]
+        labels: [secret]
 
 ``paths`` and ``front_matter_type`` type documents; ``headings`` type sections. A front matter
 match beats a path match (the author said so explicitly); otherwise the first matching rule
-wins. Typing never changes a node id, only its ``node_type``.
+wins. Typing never changes a node id, only its ``node_type``. ``labels`` give every node of
+the files they match (document and sections) those labels, as front matter ``labels:`` does.
 """
 
 from __future__ import annotations
@@ -35,8 +39,12 @@ SCHEMA_FILES = (".kg/schema.yaml", "kg-schema.yaml")
 # The event layer's node type pattern (kg.events.knowledge): CamelCase letters and digits.
 _TYPE_NAME = re.compile(r"^[A-Z][A-Za-z0-9]{0,63}$")
 _PREFIX = re.compile(r"^[A-Za-z]+$")
-_TOP_KEYS = {"version", "include_defaults", "requirement_prefixes", "rules"}
+_TOP_KEYS = {"version", "include_defaults", "requirement_prefixes", "rules", "labels"}
 _RULE_KEYS = {"type", "paths", "front_matter_type", "headings"}
+_LABEL_KEYS = {"paths", "labels"}
+#: What a label may be (front matter or schema map): policies select nodes by it.
+LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
+LABEL_RULE = "use 1-64 letters, digits, '_', '.', ':' or '-', starting with a letter or digit"
 
 
 def glob_to_regex(glob: str) -> re.Pattern[str]:
@@ -103,10 +111,24 @@ DEFAULT_RULES: tuple[TypeRule, ...] = (
 
 
 @dataclass(frozen=True, slots=True)
+class LabelRule:
+    paths: tuple[str, ...]
+    labels: tuple[str, ...]
+    _path_res: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_path_res", tuple(glob_to_regex(p) for p in self.paths))
+
+    def matches_path(self, relpath: str) -> bool:
+        return any(p.fullmatch(relpath) for p in self._path_res)
+
+
+@dataclass(frozen=True, slots=True)
 class SchemaMap:
     rules: tuple[TypeRule, ...] = DEFAULT_RULES
     requirement_prefixes: tuple[str, ...] = DEFAULT_PREFIXES
     source: str = "<built-in default>"
+    label_rules: tuple[LabelRule, ...] = ()
     requirements: RequirementMatcher = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -119,6 +141,15 @@ class SchemaMap:
                 if rule.matches_front_matter(declared):
                     return rule.node_type
         return next((r.node_type for r in self.rules if r.matches_path(relpath)), None)
+
+    def labels_for(self, relpath: str) -> tuple[str, ...]:
+        """The labels the schema map gives the nodes of this file."""
+        return tuple(
+            label
+            for rule in self.label_rules
+            if rule.matches_path(relpath)
+            for label in rule.labels
+        )
 
     def section_type(self, heading: str) -> str | None:
         return next((r.node_type for r in self.rules if r.matches_heading(heading)), None)
@@ -182,7 +213,22 @@ def parse_schema_map(text: str, source: str) -> SchemaMap:
     rules = [_rule(raw, f"rules[{i}]", source) for i, raw in enumerate(raw_rules)]
     if include_defaults:
         rules.extend(DEFAULT_RULES)
-    return SchemaMap(tuple(rules), prefixes, source)
+    raw_labels = data.get("labels", [])
+    if not isinstance(raw_labels, list):
+        raise fail("labels", "expected a list of {paths, labels} entries")
+    labels = [_label_rule(raw, f"labels[{i}]", source) for i, raw in enumerate(raw_labels)]
+    return SchemaMap(tuple(rules), prefixes, source, tuple(labels))
+
+
+def _label_rule(raw: Any, where: str, source: str) -> LabelRule:
+    if not isinstance(raw, dict) or set(raw) != _LABEL_KEYS:
+        raise _error(source, where, "expected a mapping with 'paths' and 'labels'")
+    paths = _strings(raw["paths"], f"{where}.paths", source)
+    labels = _strings(raw["labels"], f"{where}.labels", source)
+    for label in labels:
+        if not LABEL.match(label):
+            raise _error(source, f"{where}.labels", f"{label!r} is not valid: {LABEL_RULE}")
+    return LabelRule(paths, labels)
 
 
 def _rule(raw: Any, where: str, source: str) -> TypeRule:

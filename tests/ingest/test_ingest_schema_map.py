@@ -138,3 +138,25 @@ def test_glob_semantics() -> None:
     assert glob_to_regex("docs/**").fullmatch("docs/a/b.md")
     assert not glob_to_regex("docs/?.md").fullmatch("docs/ab.md")
     assert not glob_to_regex("a.md").fullmatch("aXmd")  # dots are literal
+
+
+def test_labels_come_from_front_matter_and_from_the_schema_map_by_path() -> None:
+    from kg.ingest.markdown import parse_text
+    from kg.ingest.schema_map import parse_schema_map
+
+    schema = parse_schema_map(
+        "labels:\n  - paths: ['docs/legal/**']\n    labels: [legal, secret]\n", "kg-schema.yaml"
+    )
+    text = "---\nlabels: [contract, 'not ok!']\n---\n# NDA\n\n## Terms\n"
+
+    doc = parse_text("docs/legal/nda.md", text, schema)
+
+    by_id = {n.node_id: n.labels for n in doc.nodes}
+    assert by_id["document:docs/legal/nda.md"] == ("Document", "legal", "secret", "contract")
+    assert by_id["section:docs/legal/nda.md#terms"] == ("Section", "legal", "secret", "contract")
+    assert [p.message for p in doc.problems] == [
+        "front matter label 'not ok!' is not valid: use 1-64 letters, digits, '_', '.', ':' "
+        "or '-', starting with a letter or digit"
+    ]
+    elsewhere = parse_text("docs/prd.md", "# PRD\n", schema)
+    assert elsewhere.nodes[0].labels == ("Document",)

@@ -154,3 +154,19 @@ async def test_policy_test_shows_what_a_change_would_deny_without_writing(
         "section:docs/legal/nda.md#nda",
     ]
     assert preview.grants_added == ["policy:writers: mcp:claude may write"]
+
+
+async def test_a_label_from_front_matter_is_what_a_label_policy_selects(
+    runtime: Runtime,
+) -> None:
+    root = runtime.settings.project_root
+    write(root, "docs/salaries.md", "---\nlabels: [secret]\n---\n# Salaries\n\n## Bands\n")
+    write(root, POLICY_FILE, "policies:\n  - {id: secrets, effect: redact, labels: [secret]}\n")
+    await ingest_paths(runtime)
+    await apply_policy_files(runtime, META)
+
+    shown = await graph_queries.get_node(runtime, "section:docs/salaries.md#bands")
+
+    assert shown["redacted"] is True and shown["name"] == "[redacted]"
+    explained = await explain_node(runtime, "section:docs/salaries.md#bands")
+    assert [(a.policy_id, a.how) for a in explained.applied] == [("policy:secrets", "label secret")]
