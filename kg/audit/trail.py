@@ -21,7 +21,7 @@ from kg.events.context import ContextGraphBuilt, ContextGraphUsed
 from kg.events.decision import DecisionRecorded
 from kg.events.envelope import RecordedEvent
 from kg.events.knowledge import EdgeAsserted, EdgeRetracted, NodeAsserted, NodeRetired
-from kg.events.policy import PolicyDefined, PolicyRetired
+from kg.events.policy import ActionRefused, PolicyChanged, PolicyDefined, PolicyRetired
 from kg.events.store import SELECT_EVENT, record_from_row
 
 COLUMNS = (
@@ -125,7 +125,12 @@ def describe(e: RecordedEvent) -> tuple[str, str, str]:
         why = f"nodes used: {', '.join(event.node_ids)}" if event.node_ids else ""
         return f"context_graph:{event.context_graph_id}", what, _short(why, 500)
     if isinstance(event, PolicyDefined):
-        return event.policy_id, f"policy defined: {_short(event.name)}", _short(event.description)
+        verb = "changed" if isinstance(event, PolicyChanged) else "defined"
+        what = f"policy {verb} ({event.rule.effect}): {_short(event.name)}"
+        return event.policy_id, what, _short(event.description or event.origin)
+    if isinstance(event, ActionRefused):
+        what = f"action refused: {event.actor} may not {event.action}"
+        return event.actor, what, f"by {', '.join(event.policy_ids)}"
     if isinstance(event, PolicyRetired):
         return event.policy_id, "policy retired", _short(event.reason)
     return e.stream_id, e.event_type, ""

@@ -55,19 +55,37 @@ async def _examples(rt: Runtime) -> None:
     """Ingest the example specs (only what changed since the last demo), lint them (one link
     is broken on purpose) and show one epic's dependency tree."""
     from kg.cli.inspect_node import build_tree
+    from kg.events import EventMetadata
     from kg.graph_queries import get_entity_neighbors
     from kg.ingest.examples import EXAMPLES_SCOPE, examples_root, examples_runtime
     from kg.ingest.service import ingest_paths, lint_project
+    from kg.policies.enforce import check, cli_actor
+    from kg.policies.explain import explain_node
+    from kg.policies.sync import apply_policy_files
 
     root = examples_root()
     if root is None:
         console.print("example project not found next to the kg package: skipped\n")
         return
     ex = examples_runtime(rt, root)
-    report = await ingest_paths(ex, [root], actor="kg demo")
+    policies = await apply_policy_files(ex, EventMetadata(actor="kg demo"))
+    report = await ingest_paths(ex, [root], actor="kg demo", acting=cli_actor())
     scope = f"tenant {EXAMPLES_SCOPE.tenant_id}, project {EXAMPLES_SCOPE.project_id}"
     console.print(f"example specs ({root}, {scope}):", markup=False)
+    console.print(f"{policies.summary()} (examples/.kg/policies/)", markup=False)
     console.print(f"ingested {report.summary()}", markup=False)
+    adr = "document:docs/adr/0001-event-sourcing.md"
+    console.print(f"\nkg policy explain {adr}:", markup=False)
+    explained = await explain_node(ex, adr)
+    for a in explained.applied:
+        console.print(
+            f"  {a.policy_id} [{a.effect}] via {a.how}: allows {', '.join(a.actions)} to "
+            f"{', '.join(a.actors)} (since position {a.since}, from {a.origin})",
+            markup=False,
+        )
+    refusal = await check(ex, "mcp:claude", "record_decision", [adr])
+    if refusal is not None:
+        console.print(f"  an agent trying it: {refusal.message()}", markup=False)
     console.print("\nkg lint of the example specs (one link is broken on purpose):")
     for problem in await lint_project(root):
         console.print(f"  {problem}", markup=False)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kg.ingest.model import ParsedDocument, ParseProblem
+from kg.policies.actions import Subject, action_in, gating_for
 from kg.policies.files import PolicyFiles, PolicySpec, load_policy_files
 from kg.policies.model import Policy, path_matches
 
@@ -46,7 +47,35 @@ def lint_policy_files(files: PolicyFiles, docs: Iterable[ParsedDocument]) -> lis
         problems += _matches_nothing(spec, nodes, selected[spec.policy_id])
         problems += _hides_policies(spec, files)
     problems += _conflicts(files.specs, selected)
+    problems += _locked_out(files.specs, nodes.values())
     return problems
+
+
+def _locked_out(specs: list[PolicySpec], nodes: Iterable[_Node]) -> list[ParseProblem]:
+    """Spec files whose gating policies grant ingesting them to nobody: every later
+    ``kg sync`` of them would be refused."""
+    policies = {s.policy_id: _policy(s) for s in specs}
+    locked: dict[str, list[str]] = {}
+    for node in nodes:
+        if not node.node_id.startswith("document:"):
+            continue
+        gating = gating_for(Subject(node.node_id, node.node_type, node.labels), policies)
+        if gating and not any(
+            action_in("ingest_markdown", a) for p in gating for a in p.rule.actions
+        ):
+            locked.setdefault(min(p.policy_id for p in gating), []).append(node.node_id)
+    by_id = {s.policy_id: s for s in specs}
+    return [
+        ParseProblem(
+            by_id[policy_id].origin,
+            by_id[policy_id].line,
+            f"{policy_id}: no policy lets anyone ingest {len(ids)} spec file(s) it governs "
+            f"(e.g. {sorted(ids)[0].removeprefix('document:')}): `kg sync` would be refused for "
+            "them; grant ingest_markdown (or write) to 'cli:*' in a policy that selects them",
+            "warning",
+        )
+        for policy_id, ids in sorted(locked.items())
+    ]
 
 
 def lint_policy_texts(root: Path, texts: dict[str, str]) -> list[ParseProblem]:

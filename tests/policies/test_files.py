@@ -154,3 +154,21 @@ def test_lint_reports_policies_that_select_nothing_hide_policies_or_conflict(
     # Linting one spec file leaves the policy files out; naming the folder brings them in.
     assert not any(p.path.startswith(".kg/") for p in lint_files(tmp_path, ["docs/prd.md"]))
     assert {p.path for p in lint_files(tmp_path, [".kg/policies"])} == {".kg/policies/p.yaml"}
+
+
+def test_lint_warns_when_no_policy_lets_anyone_ingest_the_files_it_gates(tmp_path: Path) -> None:
+    write(tmp_path, "docs/stories/a.md", "# A\n")
+    write(
+        tmp_path,
+        ".kg/policies/p.yaml",
+        "policies:\n  - {id: stories, effect: allow_actions, paths: ['docs/stories/**'],"
+        " actions: [read, record_decision], actors: ['mcp:*']}\n",
+    )
+
+    (problem,) = lint_files(tmp_path)
+
+    assert problem.severity == "warning" and problem.line == 2
+    assert problem.message.startswith(
+        "policy:stories: no policy lets anyone ingest 1 spec file(s) it governs "
+        "(e.g. docs/stories/a.md): `kg sync` would be refused"
+    )
