@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from kg.policies.model import NodeVerdict, Policy
+from kg.policies.model import NodeVerdict, Policy, node_path
 
 
 @dataclass
@@ -57,11 +57,12 @@ class Governance:
         or the selector in words (``path docs/legal/**``, ``label secret``, ``scope project``).
         What ``kg policy explain`` shows a person; an agent only ever gets counts."""
         labels = tuple(labels)
+        path = node_path(node_id) or ""
         found = [(self.policies[p], "GOVERNED_BY edge") for p in governed_by if p in self.policies]
         for p in self.policies.values():
             if p.policy_id in governed_by:
                 continue
-            how = p.selected_by(node_type, labels, node_id)
+            how = p.selected_by(node_type, labels, node_id, path)
             if how is not None:
                 found.append((p, how))
         return found

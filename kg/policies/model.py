@@ -103,34 +103,43 @@ class Policy:
         """Whether the selector (not an edge) makes this policy apply to such a node."""
         return self.selected_by(node_type, labels, node_id) is not None
 
-    def selected_by(self, node_type: str, labels: Iterable[str], node_id: str = "") -> str | None:
+    def selected_by(
+        self,
+        node_type: str,
+        labels: Iterable[str],
+        node_id: str = "",
+        path: str | None = None,
+    ) -> str | None:
         """How the selector picks this node, in words (``path docs/legal/**``), or None.
 
         Explicit node ids select a node outright; node types, labels and path globs, when more
-        than one kind is given, must all match (each kind matches on any of its values)."""
+        than one kind is given, must all match (each kind matches on any of its values).
+        ``path``: the node's file (``""``: none), when the caller has worked it out already
+        (a verdict asks every policy about the same node)."""
         rule = self.rule
-        if rule.scope in ("project", "tenant"):
+        if rule.scope != "selected":
             return f"scope {rule.scope}"
         if node_id and node_id in rule.node_ids:
             return f"node id {node_id}"
         if not (rule.node_types or rule.labels or rule.paths):
             return None
-        how: list[str] = []
-        if rule.node_types:
-            if node_type not in rule.node_types:
-                return None
-            how.append(f"type {node_type}")
+        if rule.node_types and node_type not in rule.node_types:
+            return None
+        label = None
         if rule.labels:
-            hit = sorted(set(rule.labels) & set(labels))
-            if not hit:
+            label = next((lb for lb in rule.labels if lb in labels), None)
+            if label is None:
                 return None
-            how.append(f"label {hit[0]}")
+        pattern = None
         if rule.paths:
-            path = node_path(node_id)
+            if path is None:
+                path = node_path(node_id) or ""
             pattern = next((p for p in rule.paths if path and path_matches(p, path)), None)
             if pattern is None:
                 return None
-            how.append(f"path {pattern}")
+        how = [f"type {node_type}"] if rule.node_types else []
+        how += [f"label {label}"] if label is not None else []
+        how += [f"path {pattern}"] if pattern is not None else []
         return " + ".join(how)
 
     def grants(self, actor: str, action: str) -> bool:
