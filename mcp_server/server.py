@@ -40,7 +40,8 @@ trail. Typical turn: build_context_graph (anchors you know, or a task text) -> r
 rendering -> record_context_usage for the tool call that relied on it -> record_decision with
 the context_graph_ids that informed it -> trace_decision_lineage to explain a decision later.
 Use query_knowledge_graph to find node ids, get_entity_neighbors and find_path to explore.
-Policies may exclude or redact nodes; counts say how many, never what."""
+Policies may exclude or redact nodes; counts say how many, never what. A policy may also refuse
+a tool call to this client: the error names the policy; ask a person to change it."""
 
 _log = logging.getLogger(__name__)
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]

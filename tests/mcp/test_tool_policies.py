@@ -9,6 +9,7 @@ from typing import Any
 from mcp import Client
 from mcp_types import Implementation
 
+from kg.audit.trail import TrailFilter, trail
 from kg.events import EventMetadata
 from kg.policies.sync import apply_policy_files
 from kg.runtime import Runtime
@@ -90,6 +91,15 @@ async def test_every_write_tool_is_refused_to_a_client_no_policy_allows(shop: Ru
         "SELECT count(*) FROM kg_events WHERE event_type = 'DecisionRecorded'"
     )
     assert decisions == 0, "a refused call writes nothing but its refusal"
+    # A reviewer's trail of the actor shows the attempts.
+    said_in_trail = [
+        (e.what, e.why)
+        async for e in trail(shop.app_pool, shop.scope, TrailFilter(actor="mcp:stranger"))
+    ]
+    assert said_in_trail[1] == (
+        "action refused: mcp:stranger may not record_decision",
+        "by policy:default, policy:trusted-agents",
+    )
 
 
 async def test_every_write_tool_runs_for_a_client_a_policy_allows(shop: Runtime) -> None:
