@@ -102,7 +102,7 @@ class ActionRefused(DomainEvent):
 
     actor: str = Field(min_length=1, max_length=300)
     action: str = Field(min_length=1, max_length=100)
-    # The ids as the caller named them (they may name nothing that exists).
+    # The ids refused, as the caller named them (they may name nothing that exists).
     node_ids: tuple[Annotated[str, Field(max_length=1000)], ...] = Field(
         default=(), max_length=1000
     )

@@ -21,6 +21,7 @@ from kg.projections.graph_reader import GraphReader
 from kg.runtime import Runtime
 
 REFUSALS_STREAM = "policy-refusals"
+#: node ids recorded in one ActionRefused (the refusal's count covers them all)
 MAX_SUBJECTS = 1000
 
 
@@ -38,7 +39,7 @@ def cli_actor() -> str:
 
 async def check(rt: Runtime, actor: str, action: str, node_ids: Sequence[str]) -> Refusal | None:
     """What refuses ``actor`` the ``action`` on ``node_ids`` (None: allowed). Reads only."""
-    wanted = list(dict.fromkeys(node_ids))[:MAX_SUBJECTS]
+    wanted = list(dict.fromkeys(node_ids))  # every one: a sync may name thousands of files
     if rt.as_of is None:
         await rt.catch_up()  # a policy synced a moment ago applies to this call
     async with tenant_transaction(
@@ -75,7 +76,7 @@ async def require(
         event = ActionRefused(
             actor=actor,
             action=action,
-            node_ids=tuple(n[:1000] for n in node_ids[:MAX_SUBJECTS]),
+            node_ids=tuple(n[:1000] for n in refusal.refused_ids[:MAX_SUBJECTS]),
             policy_ids=refusal.policy_ids,
             reason=refusal.message()[:2000],
         )
