@@ -19,6 +19,7 @@ from kg.events import ActionRefused, EventMetadata
 from kg.policies.actions import Refusal, Subject, authorize
 from kg.projections.graph_reader import GraphReader
 from kg.runtime import Runtime
+from kg.validation import MAX_ID_CHARS, unstorable_reason
 
 REFUSALS_STREAM = "policy-refusals"
 #: node ids recorded in one ActionRefused (the refusal's count covers them all)
@@ -39,7 +40,13 @@ def cli_actor() -> str:
 
 async def check(rt: Runtime, actor: str, action: str, node_ids: Sequence[str]) -> Refusal | None:
     """What refuses ``actor`` the ``action`` on ``node_ids`` (None: allowed). Reads only."""
-    wanted = list(dict.fromkeys(node_ids))  # every one: a sync may name thousands of files
+    # Every id (a sync may name thousands of files), but none that could not be a node id:
+    # the tool's own validation refuses those, with its own message, once the guard passed.
+    wanted = [
+        n
+        for n in dict.fromkeys(node_ids)
+        if len(n) <= MAX_ID_CHARS and unstorable_reason(n) is None
+    ]
     if rt.as_of is None:
         await rt.catch_up()  # a policy synced a moment ago applies to this call
     async with tenant_transaction(

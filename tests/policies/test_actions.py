@@ -3,9 +3,12 @@ values (the database-backed enforcement is tested through the MCP client)."""
 
 from __future__ import annotations
 
+from kg.events import EventMetadata, PolicyDefined
 from kg.events.policy import PolicyRule
 from kg.policies.actions import Subject, authorize
+from kg.policies.enforce import check
 from kg.policies.model import Policy
+from kg.runtime import Runtime
 
 LEGAL = Subject("section:docs/legal/nda.md#terms", "Section", ("section",))
 PRD = Subject("document:docs/prd.md", "Document", ("document",))
@@ -69,3 +72,18 @@ def test_deny_writes_by_default_needs_a_grant_for_every_write() -> None:
         actors=("mcp:claude",),
     )  # fmt: skip
     assert authorize(policies(DEFAULT, writers), "mcp:claude", "ingest_markdown", [PRD]) is None
+
+
+async def test_the_guard_leaves_ids_that_cannot_be_nodes_to_the_tools_own_validation(
+    shop: Runtime,
+) -> None:
+    await shop.store.append(
+        shop.scope,
+        "policies",
+        [PolicyDefined(policy_id="policy:team", name="team", rule=LEGAL_TEAM.rule)],
+        metadata=EventMetadata(actor="pytest"),
+    )
+
+    assert await check(shop, "mcp:x", "get_node", ["a\x00b", "x" * 5000, "\ud800"]) is None
+    refused = await check(shop, "mcp:x", "get_node", ["section:docs/legal/a.md#b", "a\x00b"])
+    assert refused is not None and refused.refused_ids == ("section:docs/legal/a.md#b",)
