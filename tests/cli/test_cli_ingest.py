@@ -26,7 +26,7 @@ def examples(tmp_path: Path) -> Path:
     """A copy of the example project as a project root of its own."""
     root = tmp_path / "examples"
     shutil.copytree(EXAMPLES, root)
-    (root / ".kg").mkdir()
+    (root / ".kg").mkdir(exist_ok=True)  # the examples have one: their policy files
     return root
 
 
