@@ -27,7 +27,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pydantic
 import yaml
@@ -162,7 +162,15 @@ class _Mapping(dict[str, Any]):
     line = 1
 
 
-class _LineLoader(yaml.SafeLoader):
+# libyaml's parser when PyYAML was built with it (several times faster); the constructor, and
+# so the line numbers below, are the same.
+if TYPE_CHECKING:
+    from yaml import SafeLoader as _Base
+else:
+    _Base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _LineLoader(_Base):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         mapping = _Mapping(
             {str(k): v for k, v in super().construct_mapping(node, deep=deep).items()}
