@@ -3,8 +3,8 @@
 A policy is a node (``policy:{id}``) created and changed by ``PolicyDefined`` events. It applies
 to an entity when the entity has a GOVERNED_BY edge to it, or when its selector matches the
 entity (node types, labels, file path globs, explicit node ids, or the whole project /
-tenant). Tenant isolation is not a
-policy: it is enforced in SQL and cannot be switched off.
+tenant). Tenant isolation is not a policy: it is enforced in SQL and cannot be switched off.
+Who may act on what (``allow_actions`` with actors) is :mod:`kg.policies.actions`.
 """
 
 from __future__ import annotations
