@@ -66,9 +66,18 @@ def _decision(source: RecordedEvent, d: DecisionRecorded) -> Iterator[GraphChang
             yield _edge(source, kind, d.node_id, target)
 
 
+#: Selectors added by PolicyDefined v2: left out of the projected rule when empty, so a policy
+#: projected before them is byte for byte what a rebuild projects now.
+_RULE_V2_KEYS = ("paths", "node_ids", "actors")
+
+
 def policy_properties(p: PolicyDefined) -> dict[str, Any]:
     """A Policy node's properties: its rule, and the policy file declaring it, if any."""
-    properties: dict[str, Any] = {"rule": p.rule.model_dump(mode="json")}
+    rule = p.rule.model_dump(mode="json")
+    for key in _RULE_V2_KEYS:  # a rule that does not use them projects as it did before v2
+        if not rule[key]:
+            del rule[key]
+    properties: dict[str, Any] = {"rule": rule}
     if p.origin:
         properties["origin"] = p.origin
     return properties

@@ -12,8 +12,9 @@ from kg.errors import PolicyDeniedError
 from kg.events import EventMetadata
 from kg.ingest.service import ingest_paths
 from kg.policies.explain import explain_node, preview_policy_files
-from kg.policies.sync import apply_policy_files
+from kg.policies.sync import apply_policy_files, project_policies
 from kg.runtime import Runtime
+from tests.support import append_raw
 
 META = EventMetadata(actor="kg sync")
 POLICY_FILE = ".kg/policies/legal.yaml"
@@ -170,3 +171,31 @@ async def test_a_label_from_front_matter_is_what_a_label_policy_selects(
     assert shown["redacted"] is True and shown["name"] == "[redacted]"
     explained = await explain_node(runtime, "section:docs/salaries.md#bands")
     assert [(a.policy_id, a.how) for a in explained.applied] == [("policy:secrets", "label secret")]
+
+
+async def test_a_policy_stored_before_v2_decodes_and_projects_as_it_always_did(
+    runtime: Runtime,
+) -> None:
+    v1 = (
+        '{"policy_id":"policy:old","name":"Old","description":"",'
+        '"rule":{"effect":"deny","actions":[],"node_types":[],"labels":["secret"],'
+        '"scope":"selected"}}'
+    )
+    await append_raw(runtime.app_pool, runtime.scope, "policies", "PolicyDefined", 1, v1)
+    await runtime.catch_up()
+
+    stored = await runtime.system_pool.fetchval(
+        "SELECT properties FROM kg_nodes WHERE node_id = 'policy:old'"
+    )
+    (policy,) = (await project_policies(runtime)).values()
+
+    # The projected row is the pre-v2 shape (a rebuild must match rows projected back then)...
+    assert stored == {
+        "rule": {
+            "effect": "deny", "actions": [], "node_types": [], "labels": ["secret"],
+            "scope": "selected",
+        }
+    }  # fmt: skip
+    # ...and the decoded event is v2, its new selectors empty.
+    assert (policy.rule.paths, policy.rule.node_ids, policy.rule.actors) == ((), (), ())
+    assert policy.origin == "" and policy.rule.labels == ("secret",)
