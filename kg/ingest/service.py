@@ -25,10 +25,6 @@ from kg.ingest.schema_map import SCHEMA_FILES, load_schema_map
 from kg.ingest.state import holds_mark, log_mark, scoped
 from kg.ingest.sync_state import Synced, last_synced, record_synced, state_key, sync_lock
 from kg.ingest.targets import Targets, is_project_markdown, resolve_targets
-from kg.policies.enforce import cli_actor, require
-from kg.policies.files import is_policy_file, load_policy_files, policy_folder
-from kg.policies.lint import lint_policy_files
-from kg.policies.sync import apply_policy_files
 from kg.runtime import Runtime
 
 
@@ -72,6 +68,8 @@ async def _require_ingest(
     rt: Runtime, actor: str, targets: Targets, metadata: EventMetadata
 ) -> None:
     """Policies must let ``actor`` ingest (``ingest_markdown``) every file it would touch."""
+    from kg.policies.enforce import require  # the graph side loads with the first read
+
     files = [*targets.files, *targets.missing]
     await require(rt, actor, "ingest_markdown", [document_id(f) for f in files], metadata)
 
@@ -124,6 +122,9 @@ async def sync_project(
             changes = await asyncio.to_thread(gitio.changed_between, root, last, head)
             if any(c.path in SCHEMA_FILES for c in changes):
                 reason = "the schema map changed"
+        from kg.policies.enforce import cli_actor
+        from kg.policies.sync import apply_policy_files
+
         meta = EventMetadata(actor=actor)
         policies = await apply_policy_files(rt, meta)
         who = acting or cli_actor()
@@ -198,6 +199,9 @@ def lint_files(
     root: Path, paths: Sequence[Path | str] | None = None, *, workers: int = 1
 ) -> list[ParseProblem]:
     """:func:`lint_project` without the event loop."""
+    from kg.policies.files import load_policy_files, policy_folder
+    from kg.policies.lint import lint_policy_files
+
     schema = load_schema_map(root)
     docs = parse_project(root, schema=schema, workers=workers)
     problems = [p for doc in docs for p in doc.problems] + find_dangling(docs)
@@ -220,6 +224,8 @@ def lint_files(
 
 def _covers_policy_files(root: Path, path: Path | str, folder: str) -> bool:
     """Whether a lint argument is the policy folder, a file in it, or a folder above it."""
+    from kg.policies.files import is_policy_file
+
     rel = _project_relative(root, path)
     if rel is None:
         return False
@@ -237,5 +243,7 @@ def _project_relative(root: Path, path: Path | str) -> str | None:
 def _names_policy_files(root: Path, path: Path | str, folder: str) -> bool:
     """Whether a lint argument is the policy folder or a file in it (not Markdown: linted by
     :mod:`kg.policies.lint`, not resolved as a spec)."""
+    from kg.policies.files import is_policy_file
+
     rel = _project_relative(root, path)
     return rel is not None and (rel == folder or is_policy_file(rel, folder))

@@ -13,11 +13,9 @@ import getpass
 import os
 from collections.abc import Sequence
 
-from kg.db.tenancy import tenant_transaction
 from kg.errors import ActionRefusedError
 from kg.events import ActionRefused, EventMetadata
 from kg.policies.actions import Refusal, Subject, authorize
-from kg.projections.graph_reader import GraphReader
 from kg.runtime import Runtime
 from kg.validation import MAX_ID_CHARS, unstorable_reason
 
@@ -47,20 +45,13 @@ async def check(rt: Runtime, actor: str, action: str, node_ids: Sequence[str]) -
         for n in dict.fromkeys(node_ids)
         if len(n) <= MAX_ID_CHARS and unstorable_reason(n) is None
     ]
-    if rt.as_of is None:
-        await rt.catch_up()  # a policy synced a moment ago applies to this call
-    async with tenant_transaction(
-        rt.app_pool, rt.scope.tenant_id, isolation="repeatable_read", readonly=True
-    ) as conn:
-        reader = GraphReader(conn, rt.scope)
-        policies = {p.policy_id: p for p in await reader.policies()}
+    async with rt.reader().snapshot() as snap:  # a policy synced a moment ago applies
+        governed = await snap.governed()
+        policies = governed.governance.policies
         if not any(p.gates for p in policies.values()):
             return None
-        rows = {r.node_id: r for r in await reader.nodes(wanted)} if wanted else {}
-    subjects = [
-        Subject(n, r.node_type, r.labels, r.governed_by) if (r := rows.get(n)) else Subject(n)
-        for n in wanted
-    ]
+        found = {s.node_id: s for s in await governed.subjects(wanted)}
+    subjects = [found.get(n, Subject(n)) for n in wanted]
     return authorize(policies, actor, action, subjects)
 
 

@@ -13,14 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kg.db.tenancy import tenant_transaction
 from kg.ingest.model import ParseProblem
 from kg.policies.actions import Subject, gating_for
 from kg.policies.evaluate import Governance
 from kg.policies.files import PolicyFiles, load_policy_files, policy_folder
 from kg.policies.model import Policy
 from kg.policies.sync import plan
-from kg.projections.graph_reader import GraphReader
 from kg.runtime import Runtime
 
 
@@ -63,16 +61,10 @@ class Explanation:
 async def _policies_and_rows(
     rt: Runtime, node_ids: list[str]
 ) -> tuple[dict[str, Policy], dict[str, Subject]]:
-    await rt.catch_up()
-    async with tenant_transaction(
-        rt.app_pool, rt.scope.tenant_id, isolation="repeatable_read", readonly=True
-    ) as conn:
-        reader = GraphReader(conn, rt.scope)
-        policies = {p.policy_id: p for p in await reader.policies()}
-        rows = await reader.nodes(node_ids) if node_ids else []
-    return policies, {
-        r.node_id: Subject(r.node_id, r.node_type, r.labels, r.governed_by) for r in rows
-    }
+    async with rt.reader().snapshot() as snap:
+        governed = await snap.governed()
+        subjects = await governed.subjects(node_ids)
+    return dict(governed.governance.policies), {s.node_id: s for s in subjects}
 
 
 async def explain_node(rt: Runtime, node_id: str) -> Explanation:
@@ -165,13 +157,10 @@ async def preview_policy_files(rt: Runtime, extra: list[Path] | None = None) -> 
     result = PolicyPreview(problems=list(files.problems))
     if not files.ok:
         return result
-    await rt.catch_up()
-    async with tenant_transaction(
-        rt.app_pool, rt.scope.tenant_id, isolation="repeatable_read", readonly=True
-    ) as conn:
-        reader = GraphReader(conn, rt.scope)
-        current = {p.policy_id: p for p in await reader.policies()}
-        subjects = await reader.policy_subjects()
+    async with rt.reader().snapshot() as snap:
+        governed = await snap.governed()
+        current = dict(governed.governance.policies)
+        subjects = await governed.every_subject()
     mine = {k: p for k, p in current.items() if p.project_id == rt.scope.project_id}
     for event in plan(files.specs, mine):
         policy_id = event.policy_id  # type: ignore[attr-defined]
@@ -181,9 +170,10 @@ async def preview_policy_files(rt: Runtime, extra: list[Path] | None = None) -> 
     if not result.changes_anything:
         return result
     before, after = Governance(current), Governance(_proposed(current, files, rt.scope.project_id))
-    for node_id, node_type, labels, governed_by in subjects:
-        old = before.verdict(node_type, labels, governed_by, node_id)
-        new = after.verdict(node_type, labels, governed_by, node_id)
+    for s in subjects:
+        node_id = s.node_id
+        old = before.verdict(s.node_type, s.labels, s.governed_by, node_id)
+        new = after.verdict(s.node_type, s.labels, s.governed_by, node_id)
         if new.denied != old.denied:
             (result.newly_denied if new.denied else result.no_longer_denied).append(node_id)
         elif new.redacted != old.redacted:

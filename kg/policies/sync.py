@@ -14,14 +14,12 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kg.db.tenancy import tenant_transaction
 from kg.events import EventMetadata, PendingEvent, PolicyChanged, PolicyDefined, PolicyRetired
 from kg.events.base import DomainEvent
 from kg.events.multi import StreamEvent
 from kg.ingest.model import ParseProblem
 from kg.policies.files import PolicyFiles, PolicySpec, load_policy_files
 from kg.policies.model import Policy
-from kg.projections.graph_reader import GraphReader
 from kg.runtime import Runtime
 
 
@@ -85,11 +83,9 @@ def plan(specs: Sequence[PolicySpec], current: Mapping[str, Policy]) -> list[Dom
 
 async def project_policies(rt: Runtime) -> dict[str, Policy]:
     """The policies of this project as the graph holds them now (tenant-wide ones included)."""
-    async with tenant_transaction(
-        rt.app_pool, rt.scope.tenant_id, isolation="repeatable_read", readonly=True
-    ) as conn:
-        found = await GraphReader(conn, rt.scope).policies()
-    return {p.policy_id: p for p in found if p.project_id == rt.scope.project_id}
+    async with rt.reader().snapshot() as snap:
+        found = (await snap.governed()).governance.policies
+    return {k: p for k, p in found.items() if p.project_id == rt.scope.project_id}
 
 
 async def apply_policy_files(
@@ -102,7 +98,6 @@ async def apply_policy_files(
     if not files.ok:
         result.problems = list(files.problems)
         return result
-    await rt.catch_up()
     current = await project_policies(rt)
     events = plan(files.specs, current)
     if not events:
