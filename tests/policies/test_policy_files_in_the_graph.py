@@ -93,7 +93,7 @@ async def test_a_policy_file_with_an_error_appends_nothing(project: Runtime) -> 
 
 async def test_a_path_glob_denies_every_node_of_the_files_it_matches(project: Runtime) -> None:
     write(project.settings.project_root, POLICY_FILE, LEGAL)
-    assert (await graph_queries.get_node(project, "section:docs/legal/nda.md#nda"))["name"]
+    assert (await graph_queries.get_node(project, "section:docs/legal/nda.md#nda")).name
 
     await apply_policy_files(project, META)
 
@@ -101,9 +101,9 @@ async def test_a_path_glob_denies_every_node_of_the_files_it_matches(project: Ru
         with pytest.raises(PolicyDeniedError):
             await graph_queries.get_node(project, node_id)
     found = await graph_queries.query_knowledge_graph(project, "merger Initech secret")
-    assert not [r for r in found["results"] if "docs/legal" in r["node_id"]]
-    assert found["excluded_by_policy"] >= 1
-    assert (await graph_queries.get_node(project, "document:docs/prd.md"))["name"] == "PRD"
+    assert not [r for r in found.results if "docs/legal" in r.node_id]
+    assert found.excluded_by_policy >= 1
+    assert (await graph_queries.get_node(project, "document:docs/prd.md")).name == "PRD"
 
 
 async def test_explain_names_the_policy_its_selector_and_since_when(project: Runtime) -> None:
@@ -168,7 +168,7 @@ async def test_a_label_from_front_matter_is_what_a_label_policy_selects(
 
     shown = await graph_queries.get_node(runtime, "section:docs/salaries.md#bands")
 
-    assert shown["redacted"] is True and shown["name"] == "[redacted]"
+    assert shown.redacted is True and shown.name == "[redacted]"
     explained = await explain_node(runtime, "section:docs/salaries.md#bands")
     assert [(a.policy_id, a.how) for a in explained.applied] == [("policy:secrets", "label secret")]
 
