@@ -29,6 +29,8 @@ from kg.events import EventMetadata, NodeRetired, PendingEvent
 from kg.events.multi import StreamEvent, append_multi
 from kg.events.store import MAX_BATCH
 from kg.ingest import bulk, state
+from kg.ingest.code.languages import is_source, path_skip_reason
+from kg.ingest.code.stage import CodeStage, Reader, code_fingerprint_salt
 from kg.ingest.diff import (
     FileChange,
     ProjectedFile,
@@ -105,8 +107,26 @@ class Pipeline:
         self.tenure = Tenure()
         self._embedded_before = 0
         self._settled: set[str] = set()  # files whose outcome is recorded (see _apply)
+        self.code_salt = code_fingerprint_salt()
+
+    def _fingerprint(self, rel: str, content_hash: str) -> str:
+        """Source files add the code parser's version to the schema's fingerprint."""
+        salt = self.code_salt if is_source(rel) else ""
+        return file_fingerprint(content_hash, self.schema_fp + salt)
+
+    def _skip_by_path(self) -> None:
+        """Vendored and generated source files are not read (counted in the summary)."""
+        kept: list[str] = []
+        for rel in self.targets.files:
+            reason = path_skip_reason(rel) if is_source(rel) else None
+            if reason is None:
+                kept.append(rel)
+            else:
+                self.report.skipped.setdefault(reason, []).append(rel)
+        self.targets.files = kept
 
     async def run(self) -> IngestReport:
+        self._skip_by_path()
         texts, problems = await asyncio.to_thread(_read_all, self.root, self.targets.files)
         self.report.problems += problems
         self.report.failed += [p.path for p in problems]
@@ -145,7 +165,7 @@ class Pipeline:
             rel
             for rel, text in texts.items()
             if self.options.force
-            or stored.get(document_id(rel)) != file_fingerprint(_text_hash(text), self.schema_fp)
+            or stored.get(document_id(rel)) != self._fingerprint(rel, _text_hash(text))
         ]
         self.report.unchanged = len(texts) - len(changed)
         known = set(ingested)
@@ -166,12 +186,22 @@ class Pipeline:
     # -- 2./3. parse, diff, append --------------------------------------------------------
 
     async def _write(self, changed: list[str], removed: list[str], texts: dict[str, str]) -> None:
-        index = WikiIndex(await asyncio.to_thread(discover_markdown, self.root))
+        specs = await asyncio.to_thread(discover_markdown, self.root)
+        index = WikiIndex(specs)
         workers = self.options.workers or min(4, os.cpu_count() or 1)
         pool: Executor | None = None
         if workers > 1 and len(changed) >= POOL_MIN_FILES:
             pool = parsing_pool(self.root, self.schema, index, workers)
         loop = asyncio.get_running_loop()
+        code = [rel for rel in changed if is_source(rel)]
+        changed = [rel for rel in changed if not is_source(rel)]
+        if code or any(is_source(rel) for rel in removed):
+            try:
+                await self._write_code(code, removed, texts, set(specs), pool)
+            except BaseException:
+                if pool is not None:
+                    pool.shutdown(cancel_futures=True)
+                raise
 
         def parse(chunk: list[str]) -> asyncio.Future[list[ParsedDocument]]:
             items = [(rel, texts[rel]) for rel in chunk]
@@ -198,6 +228,40 @@ class Pipeline:
         finally:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)
+
+    async def _write_code(
+        self,
+        changed: list[str],
+        removed: list[str],
+        texts: dict[str, str],
+        specs: set[str],
+        pool: Executor | None,
+    ) -> None:
+        """Parse and link the changed source files as one batch (linking needs them all),
+        then diff and append them in chunks like Markdown files."""
+        stage = CodeStage(self.root, self.scope, self.schema.requirement_prefixes, specs)
+        docs = await stage.link(
+            Reader(self.rt.app_pool, self.scope),
+            texts,
+            changed,
+            [r for r in removed if is_source(r)],
+            pool,
+        )
+        for rel in changed:
+            texts.pop(rel, None)
+        run = stage.run
+        self.report.calls.add(run.stats)
+        for reason, paths in run.skipped.items():
+            self.report.skipped.setdefault(reason, []).extend(paths)
+        self.report.problems += run.problems
+        self.report.failed += [p.path for p in run.problems]
+        self.report.unchanged -= len(run.relinked)
+        if docs and self.options.catch_up:
+            await self.projector.plan(sum(len(d.nodes) for d in docs))
+        for i in range(0, len(docs), CHUNK_FILES):
+            chunk = docs[i : i + CHUNK_FILES]
+            await self._apply([(d.path, d) for d in chunk])
+            self.tenure.settle()
 
     async def _apply(self, items: list[tuple[str, ParsedDocument | None]]) -> None:
         usable: list[tuple[str, ParsedDocument | None]] = []
@@ -265,7 +329,7 @@ class Pipeline:
             source = {
                 "path": rel,
                 "sha256": doc.content_hash,
-                "fingerprint": file_fingerprint(doc.content_hash, self.schema_fp),
+                "fingerprint": self._fingerprint(rel, doc.content_hash),
             }
         reason = f"{rel} was removed" if doc is None else f"no longer in {rel}"
         known_before = set(self.known_requirements)

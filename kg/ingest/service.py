@@ -24,7 +24,7 @@ from kg.ingest.report import IngestReport, SyncReport
 from kg.ingest.schema_map import SCHEMA_FILES, load_schema_map
 from kg.ingest.state import holds_mark, log_mark, scoped
 from kg.ingest.sync_state import Synced, last_synced, record_synced, state_key, sync_lock
-from kg.ingest.targets import Targets, is_project_markdown, resolve_targets
+from kg.ingest.targets import Targets, is_project_file, resolve_targets
 from kg.runtime import Runtime
 
 
@@ -107,7 +107,7 @@ async def sync_project(rt: Runtime, *, full: bool = False, actor: str = "kg sync
             )
             result = SyncReport("full", last, head, reason=reason, ingest=report)
         else:
-            paths = sorted({c.path for c in changes if is_project_markdown(c.path)})
+            paths = sorted({c.path for c in changes if is_project_file(c.path)})
             targets = await asyncio.to_thread(resolve_targets, root, paths)
             report = await _run(
                 rt, targets, Options(metadata=EventMetadata(actor=actor), report_missing=False)

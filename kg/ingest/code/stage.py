@@ -1,0 +1,196 @@
+"""Source files inside one ingest run: parse the changed ones, link them against the whole
+repository, hand the pipeline one ParsedDocument per file.
+
+Linking needs every symbol of the repository, so code is parsed in full before any of it is
+diffed (the Markdown chunks stream; code cannot). Unchanged files are not parsed: their
+symbols come from the graph. When a change adds or removes a name, the unchanged files whose
+references use that name are re-linked too (re-parsed: their text is read again), so a call
+that was unknown or ambiguous before is linked now, and one whose target went away is
+dropped with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import posixpath
+from collections.abc import Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import asyncpg
+
+from kg.config import Scope
+from kg.ingest.code import state as code_state
+from kg.ingest.code.document import build_document
+from kg.ingest.code.extract import parse_source
+from kg.ingest.code.imports import FileSet, bindings
+from kg.ingest.code.languages import content_skip_reason, language_of
+from kg.ingest.code.model import CodeFile
+from kg.ingest.code.resolve import CallStats, Entry, Linker, SymbolIndex, entries_of
+from kg.ingest.files import read_markdown_file
+from kg.ingest.model import ParsedDocument, ParseProblem
+from kg.ingest.requirements import RequirementMatcher
+from kg.ingest.state import scoped
+
+CODE_PARSER_VERSION = "code-1"
+POOL_MIN_FILES = 200
+
+
+@dataclass(slots=True)
+class CodeRun:
+    """What the code part of one ingest produced besides documents."""
+
+    stats: CallStats = field(default_factory=CallStats)
+    skipped: dict[str, list[str]] = field(default_factory=dict)
+    problems: list[ParseProblem] = field(default_factory=list)
+    relinked: list[str] = field(default_factory=list)
+
+
+def parse_one(relpath: str, text: str, matcher: RequirementMatcher) -> CodeFile | ParseProblem:
+    """Parse one file; any failure of the parser becomes a problem, never an exception."""
+    language = language_of(relpath)
+    if language is None:
+        return ParseProblem(relpath, 1, "not a source file of a supported language")
+    try:
+        return parse_source(relpath, text, language, matcher)
+    except Exception as error:  # a grammar or binding failure must not end the run
+        return ParseProblem(relpath, 1, f"cannot parse: {type(error).__name__}: {error}")
+
+
+def _parse_chunk(
+    items: list[tuple[str, str]], prefixes: tuple[str, ...]
+) -> list[CodeFile | ParseProblem]:
+    matcher = RequirementMatcher(prefixes)
+    return [parse_one(rel, text, matcher) for rel, text in items]
+
+
+async def parse_many(
+    items: Sequence[tuple[str, str]], prefixes: tuple[str, ...], pool: Executor | None
+) -> list[CodeFile | ParseProblem]:
+    loop = asyncio.get_running_loop()
+    if pool is None or len(items) < POOL_MIN_FILES:
+        return await asyncio.to_thread(_parse_chunk, list(items), prefixes)
+    size = 32
+    chunks = [list(items[i : i + size]) for i in range(0, len(items), size)]
+    futures = [loop.run_in_executor(pool, _parse_chunk, c, prefixes) for c in chunks]
+    return [doc for part in await asyncio.gather(*futures) for doc in part]
+
+
+def code_fingerprint_salt(extra: str = "") -> str:
+    return hashlib.sha256(f"{CODE_PARSER_VERSION}\n{extra}".encode()).hexdigest()[:16]
+
+
+class CodeStage:
+    """Turns the changed (and removed) source files of one run into ParsedDocuments."""
+
+    def __init__(
+        self,
+        root: Path,
+        scope: Scope,
+        prefixes: tuple[str, ...],
+        specs: set[str],
+        git_facts: dict[str, dict[str, object]] | None = None,
+    ) -> None:
+        self.root = root
+        self.scope = scope
+        self.prefixes = prefixes
+        self.specs = specs
+        self.git_facts = git_facts or {}
+        self.run = CodeRun()
+
+    async def link(
+        self,
+        read: Reader,
+        texts: dict[str, str],
+        changed: list[str],
+        removed: list[str],
+        pool: Executor | None,
+    ) -> list[ParsedDocument]:
+        """``read`` gives the graph's code files and symbols; ``texts`` holds the changed
+        files' text (consumed)."""
+        items: list[tuple[str, str]] = []
+        for rel in changed:
+            text = texts.get(rel, "")
+            reason = content_skip_reason(text)
+            if reason is not None:
+                self.run.skipped.setdefault(reason, []).append(rel)
+                continue
+            items.append((rel, text))
+        parsed = await parse_many(items, self.prefixes, pool)
+        files: list[CodeFile] = []
+        for result in parsed:
+            if isinstance(result, ParseProblem):
+                self.run.problems.append(result)
+            else:
+                files.append(result)
+        known_paths, graph_entries = await read()
+        mine = {f.path for f in files} | set(removed)
+        old_names = {e.name for e in graph_entries if e.file_path in mine}
+        new_names = {s.name for f in files for s in f.symbols}
+        old_ids = {e.node_id for e in graph_entries if e.file_path in mine}
+        new_ids = {e.node_id for f in files for e in entries_of(f)}
+        moved = {i.split("#", 1)[1].rsplit(".", 1)[-1] for i in old_ids ^ new_ids}
+        added_files = {posixpath.basename(p).split(".")[0] for p in mine if p not in known_paths}
+        touched = (old_names ^ new_names) | moved | added_files
+        touched |= {posixpath.basename(p).split(".")[0] for p in removed}
+        dependents = [
+            p for p in await read.referring(sorted(touched)) if p not in mine and p not in removed
+        ]
+        if dependents:
+            extra = await asyncio.to_thread(self._read_dependents, dependents)
+            for result in await parse_many(extra, self.prefixes, pool):
+                if isinstance(result, CodeFile):
+                    files.append(result)
+                    self.run.relinked.append(result.path)
+            mine |= set(self.run.relinked)
+        index = SymbolIndex(e for e in graph_entries if e.file_path not in mine)
+        for f in files:
+            for entry in entries_of(f):
+                index.add(entry)
+        fileset = FileSet((set(known_paths) - set(removed)) | {f.path for f in files})
+        docs: list[ParsedDocument] = []
+        for f in files:
+            linked = Linker(f, index, bindings(f, fileset), self.specs).run()
+            self.run.stats.add(linked.stats)
+            facts = self.git_facts.get(f.path)
+            docs.append(build_document(f, linked, _refs(f), dict(facts) if facts else None))
+        return docs
+
+    def _read_dependents(self, paths: list[str]) -> list[tuple[str, str]]:
+        out: list[tuple[str, str]] = []
+        for rel in paths:
+            text, problem = read_markdown_file(self.root, Path(rel))
+            if text is not None:
+                out.append((rel, text))
+        return out
+
+
+class Reader:
+    """Reads the graph's code for one run (a callable, plus the dependents query)."""
+
+    def __init__(self, pool: asyncpg.Pool, scope: Scope) -> None:
+        self.pool = pool
+        self.scope = scope
+
+    async def __call__(self) -> tuple[list[str], list[Entry]]:
+        async with scoped(self.pool, self.scope) as conn:
+            return (
+                await code_state.code_files(conn, self.scope),
+                await code_state.symbols(conn, self.scope),
+            )
+
+    async def referring(self, names: list[str]) -> list[str]:
+        async with scoped(self.pool, self.scope) as conn:
+            return await code_state.files_referring(conn, self.scope, names)
+
+
+def _refs(code: CodeFile) -> list[str]:
+    names = {c.parts[-1] for c in code.calls if c.parts}
+    names |= {c.parts[0] for c in code.calls if c.parts}
+    names |= {b.rsplit(".", 1)[-1] for s in code.symbols for b in s.bases}
+    for ref in code.imports:
+        names |= {local for local, _ in ref.names} | {n for _, n in ref.names if n}
+        names.add(ref.module.replace("::", ".").replace("/", ".").rsplit(".", 1)[-1])
+    return sorted(n for n in names if n)
