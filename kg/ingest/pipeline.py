@@ -29,7 +29,8 @@ from kg.events import EventMetadata, NodeRetired, PendingEvent
 from kg.events.multi import StreamEvent, append_multi
 from kg.events.store import MAX_BATCH
 from kg.ingest import bulk, state
-from kg.ingest.code.languages import is_source, path_skip_reason
+from kg.ingest.code.history import History, read_history
+from kg.ingest.code.languages import is_source, language_of, path_skip_reason
 from kg.ingest.code.stage import CodeStage, Reader, code_fingerprint_salt
 from kg.ingest.diff import (
     FileChange,
@@ -108,17 +109,38 @@ class Pipeline:
         self._embedded_before = 0
         self._settled: set[str] = set()  # files whose outcome is recorded (see _apply)
         self.code_salt = code_fingerprint_salt()
+        self.history = History()
 
     def _fingerprint(self, rel: str, content_hash: str) -> str:
-        """Source files add the code parser's version to the schema's fingerprint."""
-        salt = self.code_salt if is_source(rel) else ""
+        """Source files add the code parser's version and their git facts to the schema's
+        fingerprint: a file whose history changed is re-derived like an edited one."""
+        salt = self.code_salt + self.history.salt(rel) if is_source(rel) else ""
         return file_fingerprint(content_hash, self.schema_fp + salt)
+
+    async def _read_history(self) -> None:
+        """Git facts for the run's source files; the files that changed together with them
+        join the run, so their co-change edges follow (an incremental sync names only the
+        files of the new commits)."""
+        sources = [rel for rel in self.targets.files if is_source(rel)]
+        if not sources:
+            return
+        self.history = await asyncio.to_thread(read_history, self.root, self.schema.code_history)
+        listed = set(self.targets.files)
+        for rel in sources:
+            for other, _, _ in self.history.partners(rel):
+                if other not in listed and path_skip_reason(other) is None:
+                    if (self.root / other).is_file():
+                        listed.add(other)
+                        self.targets.files.append(other)
 
     def _skip_by_path(self) -> None:
         """Vendored and generated source files are not read (counted in the summary)."""
         kept: list[str] = []
         for rel in self.targets.files:
-            reason = path_skip_reason(rel) if is_source(rel) else None
+            language = language_of(rel)
+            reason = None
+            if language is not None:
+                reason = path_skip_reason(rel) or self.schema.code_skip_reason(rel, language)
             if reason is None:
                 kept.append(rel)
             else:
@@ -127,6 +149,7 @@ class Pipeline:
 
     async def run(self) -> IngestReport:
         self._skip_by_path()
+        await self._read_history()
         texts, problems = await asyncio.to_thread(_read_all, self.root, self.targets.files)
         self.report.problems += problems
         self.report.failed += [p.path for p in problems]
@@ -239,7 +262,9 @@ class Pipeline:
     ) -> None:
         """Parse and link the changed source files as one batch (linking needs them all),
         then diff and append them in chunks like Markdown files."""
-        stage = CodeStage(self.root, self.scope, self.schema.requirement_prefixes, specs)
+        stage = CodeStage(
+            self.root, self.scope, self.schema.requirement_prefixes, specs, self.history
+        )
         docs = await stage.link(
             Reader(self.rt.app_pool, self.scope),
             texts,

@@ -19,7 +19,8 @@ from kg.ingest import gitio
 from kg.ingest.lint import find_dangling
 from kg.ingest.model import ParseProblem
 from kg.ingest.pipeline import Options, Pipeline
-from kg.ingest.project import parse_project
+from kg.ingest.code.languages import SOURCE_SUFFIXES
+from kg.ingest.project import discover_files, parse_project
 from kg.ingest.report import IngestReport, SyncReport
 from kg.ingest.schema_map import SCHEMA_FILES, load_schema_map
 from kg.ingest.state import holds_mark, log_mark, scoped
@@ -173,7 +174,8 @@ def lint_files(
     """:func:`lint_project` without the event loop."""
     schema = load_schema_map(root)
     docs = parse_project(root, schema=schema, workers=workers)
-    problems = [p for doc in docs for p in doc.problems] + find_dangling(docs)
+    sources = discover_files(root, SOURCE_SUFFIXES)
+    problems = [p for doc in docs for p in doc.problems] + find_dangling(docs, sources)
     if paths is not None:
         targets = resolve_targets(root, paths)
         wanted = set(targets.files) | set(targets.missing)

@@ -29,6 +29,7 @@ MAX_SIGNATURE = 500
 MAX_DOCSTRING = 2000
 MAX_BODY = 4000
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z_][A-Za-z0-9_]*)+")
 _WRAPPERS = frozenset({"Optional", "Union", "None", "null", "undefined", "mut", "const", "dyn",
                        "impl", "readonly"})
 _SPEC_PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.(?:md|markdown))(#[\w-]+)?", re.I)
@@ -261,7 +262,7 @@ class _Extractor:
             target = self._symbol_def(owner)
             if target is None:
                 continue
-            for name, type_name, on_self in self._typed_names(node, lhs, is_param):
+            for name, type_name, on_self in self._typed_names(node, lhs, is_param, target):
                 if not type_name:
                     continue
                 if on_self or (target.kind == "class" and node.type != "short_var_declaration"):
@@ -277,7 +278,7 @@ class _Extractor:
         return next((c for c in self.defs if c.kind == "class" and c.name == d.class_name), None)
 
     def _typed_names(
-        self, node: Node, lhs: Node | None, is_param: bool
+        self, node: Node, lhs: Node | None, is_param: bool, owner: _Def
     ) -> list[tuple[str, str | None, bool]]:
         """``(name, type, is an attribute of self)`` bound by one assignment or parameter."""
         field = node.child_by_field_name
@@ -300,7 +301,10 @@ class _Extractor:
             return []
         if kind == "assignment":  # Python
             assert lhs is not None
-            type_name = self._annotation(field("type")) or self._constructed(field("right"))
+            right = field("right")
+            type_name = self._annotation(field("type")) or self._constructed(right)
+            if type_name is None and right is not None and right.type == "identifier":
+                type_name = owner.local_types.get(self.text(right))  # ``self.repo = repo``
             if lhs.type == "identifier":
                 return [(self.text(lhs), type_name, False)]
             obj = lhs.child_by_field_name("object")
@@ -314,7 +318,11 @@ class _Extractor:
             assert lhs is not None
             if lhs.type == "member_expression" and self.text(lhs.child_by_field_name("object")) == "this":
                 prop = self.text(lhs.child_by_field_name("property"))
-                return [(prop, self._constructed(field("right")), True)]
+                right = field("right")
+                type_name = self._constructed(right)
+                if type_name is None and right is not None and right.type == "identifier":
+                    type_name = owner.local_types.get(self.text(right))
+                return [(prop, type_name, True)]
             return []
         if kind == "public_field_definition":
             return [(self.text(field("name")), self._annotation(field("type")), True)]
@@ -466,6 +474,8 @@ class _Extractor:
             return ()
         head = self._parts(left) if left is not None else ("",)
         if not head and left is not None:  # ``Repo().save()``: the object is a new Repo
+            if left.type == "call" and self.text(left.child_by_field_name("function")) == "super":
+                return ("super", self.text(right))
             built = self._constructed(left)
             head = (built,) if built else ()
         return head + (self.text(right),) if head else ()
@@ -618,11 +628,13 @@ def _type_name(text: str) -> str | None:
     """The one class a type annotation names (``Optional[Repo]``, ``*Repo``, ``&mut Repo``,
     ``"Repo"``), or None for anything else (``list[Order]`` is a list, not an Order)."""
     names = [n for n in _IDENT.findall(text) if n not in _WRAPPERS]
+    if len(names) > 1 and _DOTTED.fullmatch(text.strip().strip("\"'")):
+        return names[-1]  # ``co.Checkout``: the class of an imported module
     if len(names) != 1:
         return None
     return names[0]
 
 
 def _clean_comment(text: str) -> str:
-    lines = [_COMMENT_MARK.sub("", line).rstrip() for line in text.splitlines()]
+    lines = [_COMMENT_MARK.sub("", line).rstrip().removesuffix("*/").rstrip() for line in text.splitlines()]
     return "\n".join(line for line in lines if line.strip() not in ("", "*/")).strip()

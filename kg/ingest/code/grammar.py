@@ -48,6 +48,8 @@ _TS_EXTRA = """
 (abstract_class_declaration name: (_) @name) @class
 (interface_declaration name: (_) @name) @class
 (enum_declaration name: (_) @name) @class
+(method_signature name: (_) @name) @function
+(abstract_method_signature name: (_) @name) @function
 (required_parameter) @param
 (optional_parameter) @param
 (public_field_definition) @assign
@@ -57,6 +59,7 @@ _GO = """
 (type_spec name: (type_identifier) @name type: [(struct_type) (interface_type)]) @class
 (function_declaration name: (identifier) @name) @function
 (method_declaration name: (field_identifier) @name) @function
+(method_elem name: (field_identifier) @name) @function
 (call_expression function: (_) @callee) @call
 (import_spec) @import
 (comment) @comment
@@ -72,6 +75,7 @@ _RUST = """
 (union_item name: (type_identifier) @name) @class
 (impl_item) @impl
 (function_item name: (identifier) @name) @function
+(function_signature_item name: (identifier) @name) @function
 (call_expression function: (_) @callee) @call
 (use_declaration) @import
 (let_declaration pattern: (identifier) @lhs) @assign

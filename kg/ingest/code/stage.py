@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +25,7 @@ from kg.config import Scope
 from kg.ingest.code import state as code_state
 from kg.ingest.code.document import build_document
 from kg.ingest.code.extract import parse_source
+from kg.ingest.code.history import History
 from kg.ingest.code.imports import FileSet, bindings
 from kg.ingest.code.languages import content_skip_reason, language_of
 from kg.ingest.code.model import CodeFile
@@ -91,13 +92,13 @@ class CodeStage:
         scope: Scope,
         prefixes: tuple[str, ...],
         specs: set[str],
-        git_facts: dict[str, dict[str, object]] | None = None,
+        history: History | None = None,
     ) -> None:
         self.root = root
         self.scope = scope
         self.prefixes = prefixes
         self.specs = specs
-        self.git_facts = git_facts or {}
+        self.history = history or History()
         self.run = CodeRun()
 
     async def link(
@@ -145,17 +146,27 @@ class CodeStage:
                     files.append(result)
                     self.run.relinked.append(result.path)
             mine |= set(self.run.relinked)
-        index = SymbolIndex(e for e in graph_entries if e.file_path not in mine)
+        return self.link_parsed(
+            files, [e for e in graph_entries if e.file_path not in mine],
+            (set(known_paths) - set(removed)) | {f.path for f in files},
+        )
+
+    def link_parsed(
+        self, files: list[CodeFile], others: Iterable[Entry], paths: Iterable[str]
+    ) -> list[ParsedDocument]:
+        """Link parsed ``files`` against each other and the ``others`` symbols (of files not
+        parsed now); ``paths`` are every source file of the repository (for imports)."""
+        index = SymbolIndex(others)
         for f in files:
             for entry in entries_of(f):
                 index.add(entry)
-        fileset = FileSet((set(known_paths) - set(removed)) | {f.path for f in files})
+        fileset = FileSet(paths)
         docs: list[ParsedDocument] = []
         for f in files:
             linked = Linker(f, index, bindings(f, fileset), self.specs).run()
             self.run.stats.add(linked.stats)
-            facts = self.git_facts.get(f.path)
-            docs.append(build_document(f, linked, _refs(f), dict(facts) if facts else None))
+            linked.edges += self.history.edges(f.path)
+            docs.append(build_document(f, linked, _refs(f), self.history.properties(f.path)))
         return docs
 
     def _read_dependents(self, paths: list[str]) -> list[tuple[str, str]]:
