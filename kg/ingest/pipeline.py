@@ -31,6 +31,8 @@ from kg.events.store import MAX_BATCH
 from kg.ingest import bulk, state
 from kg.ingest.code.history import History, read_history
 from kg.ingest.code.languages import is_source, language_of, path_skip_reason
+from kg.ingest.code import state as code_state
+from kg.ingest.code.mentions import CodeNames
 from kg.ingest.code.stage import CodeStage, Reader, code_fingerprint_salt
 from kg.ingest.diff import (
     FileChange,
@@ -53,6 +55,7 @@ from kg.ingest.tenure import Tenure
 from kg.runtime import Runtime
 
 CHUNK_FILES = 256
+CODE_POOL_MIN_FILES = 200
 TXN_EVENTS = 20_000
 POOL_MIN_FILES = 400
 _RETRIES = 3
@@ -110,6 +113,8 @@ class Pipeline:
         self._settled: set[str] = set()  # files whose outcome is recorded (see _apply)
         self.code_salt = code_fingerprint_salt()
         self.history = History()
+        self._unchanged: set[str] = set()
+        self._extra_specs: list[str] = []  # specs re-parsed because code they name changed
 
     def _fingerprint(self, rel: str, content_hash: str) -> str:
         """Source files add the code parser's version and their git facts to the schema's
@@ -191,6 +196,7 @@ class Pipeline:
             or stored.get(document_id(rel)) != self._fingerprint(rel, _text_hash(text))
         ]
         self.report.unchanged = len(texts) - len(changed)
+        self._unchanged = set(texts) - set(changed)
         known = set(ingested)
         removed = {r for r in self.targets.missing if r in known}
         if self.options.report_missing:
@@ -210,21 +216,20 @@ class Pipeline:
 
     async def _write(self, changed: list[str], removed: list[str], texts: dict[str, str]) -> None:
         specs = await asyncio.to_thread(discover_markdown, self.root)
-        index = WikiIndex(specs)
         workers = self.options.workers or min(4, os.cpu_count() or 1)
+        code = [rel for rel in changed if is_source(rel)]
+        changed = [rel for rel in changed if not is_source(rel)]
+        names: CodeNames | None = None
+        if code or any(is_source(rel) for rel in removed):
+            names = await self._write_code(code, removed, texts, set(specs), workers)
+            changed += [p for p in self._extra_specs if p not in changed]
+        if changed and names is None:
+            names = await self._code_names()
+        index = WikiIndex(specs, names)
         pool: Executor | None = None
         if workers > 1 and len(changed) >= POOL_MIN_FILES:
             pool = parsing_pool(self.root, self.schema, index, workers)
         loop = asyncio.get_running_loop()
-        code = [rel for rel in changed if is_source(rel)]
-        changed = [rel for rel in changed if not is_source(rel)]
-        if code or any(is_source(rel) for rel in removed):
-            try:
-                await self._write_code(code, removed, texts, set(specs), pool)
-            except BaseException:
-                if pool is not None:
-                    pool.shutdown(cancel_futures=True)
-                raise
 
         def parse(chunk: list[str]) -> asyncio.Future[list[ParsedDocument]]:
             items = [(rel, texts[rel]) for rel in chunk]
@@ -252,26 +257,40 @@ class Pipeline:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)
 
+    async def _code_names(self) -> CodeNames | None:
+        """The graph's source files and symbols, for code named in the specs of this run."""
+        read = Reader(self.rt.app_pool, self.scope)
+        paths, entries = await read()
+        return CodeNames(paths, [e.node_id for e in entries]) if paths else None
+
     async def _write_code(
         self,
         changed: list[str],
         removed: list[str],
         texts: dict[str, str],
         specs: set[str],
-        pool: Executor | None,
-    ) -> None:
+        workers: int,
+    ) -> CodeNames:
         """Parse and link the changed source files as one batch (linking needs them all),
-        then diff and append them in chunks like Markdown files."""
+        then diff and append them in chunks like Markdown files. Returns the repository's
+        code names for the specs; specs that name a symbol or file that came or went are
+        added to the run (``texts``), so their REFERENCES follow."""
         stage = CodeStage(
             self.root, self.scope, self.schema.requirement_prefixes, specs, self.history
         )
-        docs = await stage.link(
-            Reader(self.rt.app_pool, self.scope),
-            texts,
-            changed,
-            [r for r in removed if is_source(r)],
-            pool,
-        )
+        pool = None
+        if workers > 1 and len(changed) >= CODE_POOL_MIN_FILES:
+            from concurrent.futures import ProcessPoolExecutor
+
+            pool = ProcessPoolExecutor(workers)
+        read = Reader(self.rt.app_pool, self.scope)
+        try:
+            docs = await stage.link(
+                read, texts, changed, [r for r in removed if is_source(r)], pool
+            )
+        finally:
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)
         for rel in changed:
             texts.pop(rel, None)
         run = stage.run
@@ -287,6 +306,21 @@ class Pipeline:
             chunk = docs[i : i + CHUNK_FILES]
             await self._apply([(d.path, d) for d in chunk])
             self.tenure.settle()
+        await self._specs_naming(read, sorted(run.touched), texts)
+        return CodeNames(run.paths, run.symbol_ids)
+
+    async def _specs_naming(self, read: Reader, names: list[str], texts: dict[str, str]) -> None:
+        """Specs that name any of ``names`` join the run's changed Markdown files."""
+        if not names:
+            return
+        async with state.scoped(self.rt.app_pool, self.scope) as conn:
+            paths = await code_state.specs_mentioning(conn, self.scope, names)
+        extra = [p for p in paths if p not in texts and (self.root / p).is_file()]
+        more, problems = await asyncio.to_thread(_read_all, self.root, extra)
+        self.report.problems += problems
+        texts.update(more)
+        self.report.unchanged -= len([p for p in more if p in self._unchanged])
+        self._extra_specs = sorted(more)
 
     async def _apply(self, items: list[tuple[str, ParsedDocument | None]]) -> None:
         usable: list[tuple[str, ParsedDocument | None]] = []

@@ -509,11 +509,11 @@ class _Extractor:
         if head == "Self" and caller.class_name:
             return (caller.class_name, *parts[1:])
         if len(parts) >= 2 and head in caller.local_types:
-            return (caller.local_types[head], *parts[1:])
+            return (*caller.local_types[head].split("."), *parts[1:])
         if len(parts) >= 3 and head in self.g.self_names | {"self"}:
             cls = self._class_of(caller)
             if cls is not None and parts[1] in cls.attr_types:
-                return (cls.attr_types[parts[1]], *parts[2:])
+                return (*cls.attr_types[parts[1]].split("."), *parts[2:])
         if len(parts) >= 2 and head in self.g.self_names:
             return ("self", *parts[1:])
         return parts
@@ -629,7 +629,7 @@ def _type_name(text: str) -> str | None:
     ``"Repo"``), or None for anything else (``list[Order]`` is a list, not an Order)."""
     names = [n for n in _IDENT.findall(text) if n not in _WRAPPERS]
     if len(names) > 1 and _DOTTED.fullmatch(text.strip().strip("\"'")):
-        return names[-1]  # ``co.Checkout``: the class of an imported module
+        return ".".join(names)  # ``co.Checkout``: the class of an imported module
     if len(names) != 1:
         return None
     return names[0]

@@ -47,6 +47,11 @@ class CodeRun:
     skipped: dict[str, list[str]] = field(default_factory=dict)
     problems: list[ParseProblem] = field(default_factory=list)
     relinked: list[str] = field(default_factory=list)
+    touched: set[str] = field(default_factory=set)  # names that appeared or disappeared
+    removed_paths: list[str] = field(default_factory=list)
+    # Every source file and symbol of the repository after this run (for the specs).
+    paths: set[str] = field(default_factory=set)
+    symbol_ids: list[str] = field(default_factory=list)
 
 
 def parse_one(relpath: str, text: str, matcher: RequirementMatcher) -> CodeFile | ParseProblem:
@@ -136,6 +141,8 @@ class CodeStage:
         added_files = {posixpath.basename(p).split(".")[0] for p in mine if p not in known_paths}
         touched = (old_names ^ new_names) | moved | added_files
         touched |= {posixpath.basename(p).split(".")[0] for p in removed}
+        self.run.touched = touched | {p for p in mine if p not in known_paths} | set(removed)
+        self.run.removed_paths = list(removed)
         dependents = [
             p for p in await read.referring(sorted(touched)) if p not in mine and p not in removed
         ]
@@ -161,6 +168,8 @@ class CodeStage:
             for entry in entries_of(f):
                 index.add(entry)
         fileset = FileSet(paths)
+        self.run.paths = set(fileset.paths)
+        self.run.symbol_ids = [e.node_id for es in index.calls.by_name.values() for e in es]
         docs: list[ParsedDocument] = []
         for f in files:
             linked = Linker(f, index, bindings(f, fileset), self.specs).run()

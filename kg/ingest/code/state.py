@@ -73,3 +73,28 @@ async def files_referring(
         list(names),
     )
     return sorted(r["path"] for r in rows if r["path"])
+
+
+async def specs_mentioning(
+    conn: asyncpg.Connection, scope: Scope, names: Sequence[str]
+) -> list[str]:
+    """Markdown files whose text names any of ``names`` at the end of inline code
+    (```Checkout.pay```, ```shop/checkout.py```): re-parsed when those names come or go."""
+    if not names:
+        return []
+    patterns = [f"%{_like(name)}`%" for name in names] + [
+        f"%{_like(name)}()`%" for name in names
+    ]
+    rows = await conn.fetch(
+        "SELECT DISTINCT split_part(substr(node_id, 9), '#', 1) AS path FROM kg_nodes "
+        "WHERE tenant_id = $1 AND project_id = $2 AND node_id LIKE 'section:%' "
+        "AND content LIKE ANY($3::text[])",
+        scope.tenant_id,
+        scope.project_id,
+        patterns,
+    )
+    return sorted(r["path"] for r in rows if r["path"])
+
+
+def _like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

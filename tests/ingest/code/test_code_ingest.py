@@ -135,3 +135,27 @@ async def test_sync_takes_code_and_specs_in_one_pass_and_keeps_co_change_current
         "SELECT properties -> 'git' FROM kg_nodes WHERE node_id = 'document:shop/orders.py'"
     )
     assert facts["commits"] == 3 and facts["authors"] == 1
+
+
+async def test_specs_naming_a_symbol_link_to_it_and_an_ambiguous_name_is_reported(
+    runtime: Runtime, system_pool: asyncpg.Pool, tmp_path: Path
+) -> None:
+    repo = shop(tmp_path)
+    await sync_project(runtime)
+    pay = ("section:docs/prd.md#payments", "function:shop/checkout.py#Checkout.pay")
+    payments = ("section:docs/prd.md#payments", "document:shop/payments.py")
+    assert {pay, payments} <= await edges(system_pool, "REFERENCES")
+
+    # A second ``Checkout.pay`` makes the spec's mention ambiguous: the spec, unchanged, is
+    # re-parsed in the same sync, its edge retracted, and the ambiguity reported.
+    repo.write("shop/legacy.py", "class Checkout:\n    def pay(self) -> None:\n        pass\n")
+    repo.commit("a legacy checkout")
+    report = await sync_project(runtime)
+    assert report.ingest is not None
+    assert sorted(report.ingest.changed) == ["docs/prd.md", "shop/legacy.py"]
+    assert pay not in await edges(system_pool, "REFERENCES")
+    assert (
+        "docs/prd.md:10: `Checkout.pay` names 2 symbols (function:shop/checkout.py#Checkout.pay,"
+        " function:shop/legacy.py#Checkout.pay); not linked: name it with its file, e.g. "
+        "`shop/checkout.py#Checkout.pay`"
+    ) in [str(p) for p in report.ingest.problems]
