@@ -221,8 +221,12 @@ async def run(files: int, syncs: int, minilm_files: int) -> None:
                 last = report.ingest
             assert last is not None
             rows.append(
-                row(f"one-file sync after a code commit (median of {syncs})", 1, last,
-                    statistics.median(latencies))
+                row(
+                    f"one-file sync after a code commit (median of {syncs})",
+                    1,
+                    last,
+                    statistics.median(latencies),
+                )
             )
         if minilm_files:
             sub = Path(tempfile.mkdtemp(prefix="kg-bench-code-minilm-"))
@@ -233,8 +237,9 @@ async def run(files: int, syncs: int, minilm_files: int) -> None:
             async with open_runtime(settings2, url=url2, embedder=minilm()) as rt:
                 start = time.perf_counter()
                 report2 = await ingest_paths(rt, None)
-                rows.append(row("full ingest, MiniLM", minilm_files, report2,
-                                time.perf_counter() - start))
+                rows.append(
+                    row("full ingest, MiniLM", minilm_files, report2, time.perf_counter() - start)
+                )
             shutil.rmtree(sub, ignore_errors=True)
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -29,9 +29,9 @@ from kg.events import EventMetadata, NodeRetired, PendingEvent
 from kg.events.multi import StreamEvent, append_multi
 from kg.events.store import MAX_BATCH
 from kg.ingest import bulk, state
+from kg.ingest.code import state as code_state
 from kg.ingest.code.history import History, read_history
 from kg.ingest.code.languages import is_source, language_of, path_skip_reason
-from kg.ingest.code import state as code_state
 from kg.ingest.code.mentions import CodeNames
 from kg.ingest.code.stage import CodeStage, Reader, code_fingerprint_salt
 from kg.ingest.diff import (
@@ -133,10 +133,13 @@ class Pipeline:
         listed = set(self.targets.files)
         for rel in sources:
             for other, _, _ in self.history.partners(rel):
-                if other not in listed and path_skip_reason(other) is None:
-                    if (self.root / other).is_file():
-                        listed.add(other)
-                        self.targets.files.append(other)
+                language = language_of(other)
+                if other in listed or language is None or path_skip_reason(other) is not None:
+                    continue
+                skip = self.schema.code_skip_reason(other, language)
+                if skip is None and (self.root / other).is_file():
+                    listed.add(other)
+                    self.targets.files.append(other)
 
     def _skip_by_path(self) -> None:
         """Vendored and generated source files are not read (counted in the summary)."""

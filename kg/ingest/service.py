@@ -16,10 +16,10 @@ from pathlib import Path
 
 from kg.events import EventMetadata
 from kg.ingest import gitio
+from kg.ingest.code.languages import SOURCE_SUFFIXES
 from kg.ingest.lint import find_dangling
 from kg.ingest.model import ParseProblem
 from kg.ingest.pipeline import Options, Pipeline
-from kg.ingest.code.languages import SOURCE_SUFFIXES
 from kg.ingest.project import discover_files, parse_project
 from kg.ingest.report import IngestReport, SyncReport
 from kg.ingest.schema_map import SCHEMA_FILES, load_schema_map

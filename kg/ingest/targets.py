@@ -14,14 +14,17 @@ from kg.ingest.files import absolute_path, project_relpath
 from kg.ingest.links import MARKDOWN_SUFFIXES, is_markdown
 from kg.ingest.model import ParseProblem
 from kg.ingest.project import SKIPPED_DIRS, discover_files
+from kg.validation import MAX_PATH_CHARS, clip, unstorable_reason
 
 _INGESTED = MARKDOWN_SUFFIXES + SOURCE_SUFFIXES
+_NOT_INGESTIBLE = (
+    "refused: neither Markdown (.md, .markdown) nor source code of a supported language"
+)
 
 
 def is_ingestible(relpath: str) -> bool:
     """Markdown (specs) or source code of a supported language."""
     return is_markdown(relpath) or is_source(relpath)
-from kg.validation import MAX_PATH_CHARS, clip, unstorable_reason
 
 
 @dataclass(slots=True)
@@ -108,11 +111,7 @@ def _resolve_one(
         if is_ingestible(rel):
             add(rel)
         else:
-            targets.problems.append(
-                ParseProblem(
-                    rel, 1, "refused: neither Markdown (.md, .markdown) nor source code of a supported language"
-                )
-            )
+            targets.problems.append(ParseProblem(rel, 1, _NOT_INGESTIBLE))
     elif is_ingestible(rel):
         targets.missing.append(rel)
     else:

@@ -37,9 +37,7 @@ def build_document(
     file_id = document_id(path)
     labels = (DOCUMENT, CODE_LABEL, code.language)
     outline = [s.signature for s in code.symbols if s.kind == CLASS or s.class_name is None]
-    content = "\n\n".join(
-        part for part in (code.module_doc, _listing(outline)) if part
-    )
+    content = "\n\n".join(part for part in (code.module_doc, _listing(outline)) if part)
     properties: dict[str, Any] = {
         "path": path,
         "language": code.language,
@@ -89,6 +87,7 @@ def _symbol_node(code: CodeFile, symbol: Symbol, node_id: str) -> ParsedNode:
         properties["bases"] = list(symbol.bases)
     if symbol.kind_detail:
         properties["kind"] = symbol.kind_detail
+    parts: tuple[str, ...]
     if not symbol.body:
         parts = (symbol.signature, symbol.docstring)
     elif code.language == "python":  # the docstring is inside the body
@@ -97,8 +96,13 @@ def _symbol_node(code: CodeFile, symbol: Symbol, node_id: str) -> ParsedNode:
         parts = (symbol.docstring, symbol.body)
     content = "\n\n".join(p for p in parts if p)
     return ParsedNode(
-        node_id, symbol.kind, symbol.qualname, content, properties,
-        (CODE_LABEL, code.language), symbol.start_line,
+        node_id,
+        symbol.kind,
+        symbol.qualname,
+        content,
+        properties,
+        (CODE_LABEL, code.language),
+        symbol.start_line,
     )
 
 

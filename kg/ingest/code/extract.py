@@ -21,7 +21,16 @@ from dataclasses import dataclass, field
 from tree_sitter import Node, QueryCursor
 
 from kg.ingest.code.grammar import GRAMMARS, Grammar, parser, query
-from kg.ingest.code.model import CLASS, FUNCTION, METHOD, CallSite, CodeFile, ImportRef, Mention, Symbol
+from kg.ingest.code.model import (
+    CLASS,
+    FUNCTION,
+    METHOD,
+    CallSite,
+    CodeFile,
+    ImportRef,
+    Mention,
+    Symbol,
+)
 from kg.ingest.model import ParseProblem
 from kg.ingest.requirements import RequirementMatcher
 
@@ -30,8 +39,9 @@ MAX_DOCSTRING = 2000
 MAX_BODY = 4000
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z_][A-Za-z0-9_]*)+")
-_WRAPPERS = frozenset({"Optional", "Union", "None", "null", "undefined", "mut", "const", "dyn",
-                       "impl", "readonly"})
+_WRAPPERS = frozenset(
+    {"Optional", "Union", "None", "null", "undefined", "mut", "const", "dyn", "impl", "readonly"}
+)
 _SPEC_PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.(?:md|markdown))(#[\w-]+)?", re.I)
 _COMMENT_MARK = re.compile(r"^\s*(?:/\*\*?|\*/|\*|///?|//!|#)\s?")
 
@@ -67,8 +77,9 @@ def parse_source(
     if root.has_error:
         line, what = _first_error(root)
         result.problems.append(
-            ParseProblem(relpath, line, f"syntax error ({what}); the rest of the file is kept",
-                         "warning")
+            ParseProblem(
+                relpath, line, f"syntax error ({what}); the rest of the file is kept", "warning"
+            )
         )
     captures = QueryCursor(query(language)).matches(root)
     _Extractor(grammar, data, result, requirements, root).run(captures)
@@ -182,15 +193,25 @@ class _Extractor:
         if self.g.name == "go":
             return found
         for child in node.named_children:
-            if child.type in ("class_heritage", "superclass", "super_interfaces",
-                              "extends_interfaces", "extends_type_clause"):
+            if child.type in (
+                "class_heritage",
+                "superclass",
+                "super_interfaces",
+                "extends_interfaces",
+                "extends_type_clause",
+            ):
                 found += self._type_names(child)
         return found
 
     def _type_names(self, node: Node) -> list[str]:
         """Names of the types listed under a heritage clause (generic arguments dropped)."""
-        if node.type in ("identifier", "type_identifier", "member_expression",
-                         "nested_identifier", "scoped_type_identifier"):
+        if node.type in (
+            "identifier",
+            "type_identifier",
+            "member_expression",
+            "nested_identifier",
+            "scoped_type_identifier",
+        ):
             return [self.text(node)]
         if node.type in ("generic_type",):
             return self._type_names(node.named_children[0]) if node.named_children else []
@@ -291,13 +312,18 @@ class _Extractor:
                 return [(self.text(field("name")), self._annotation(field("type")), False)]
             if kind in ("required_parameter", "optional_parameter"):
                 type_name = self._annotation(field("type"))
-                prop = any(c.type == "accessibility_modifier" for c in node.named_children)
+                is_property = any(c.type == "accessibility_modifier" for c in node.named_children)
                 out = [(self.text(field("pattern")), type_name, False)]
-                return out + ([(self.text(field("pattern")), type_name, True)] if prop else [])
+                return out + (
+                    [(self.text(field("pattern")), type_name, True)] if is_property else []
+                )
             if kind in ("parameter_declaration", "formal_parameter", "parameter"):
                 type_name = self._annotation(field("type"))
-                names = [c for c in node.children_by_field_name("name")] or [field("pattern")]
-                return [(self.text(n), type_name, False) for n in names if n is not None]
+                bound = list(node.children_by_field_name("name"))
+                pattern = field("pattern")
+                if not bound and pattern is not None:
+                    bound = [pattern]
+                return [(self.text(n), type_name, False) for n in bound]
             return []
         if kind == "assignment":  # Python
             assert lhs is not None
@@ -316,7 +342,10 @@ class _Extractor:
             return [(self.text(lhs), type_name, False)]
         if kind == "assignment_expression":
             assert lhs is not None
-            if lhs.type == "member_expression" and self.text(lhs.child_by_field_name("object")) == "this":
+            if (
+                lhs.type == "member_expression"
+                and self.text(lhs.child_by_field_name("object")) == "this"
+            ):
                 prop = self.text(lhs.child_by_field_name("property"))
                 right = field("right")
                 type_name = self._constructed(right)
@@ -340,9 +369,9 @@ class _Extractor:
             left, right = field("left"), field("right")
             if left is None or right is None:
                 return []
-            names = [self.text(n) for n in left.named_children]
+            declared = [self.text(n) for n in left.named_children]
             values = [self._constructed(v) for v in right.named_children]
-            return [(n, v, False) for n, v in zip(names, values, strict=False)]
+            return [(n, v, False) for n, v in zip(declared, values, strict=False)]
         return []
 
     def _annotation(self, node: Node | None) -> str | None:
@@ -434,13 +463,19 @@ class _Extractor:
         anchor = node
         if node.type == "variable_declarator" and node.parent is not None:
             anchor = node.parent
-        if anchor.parent is not None and anchor.parent.type in ("export_statement", "decorated_definition"):
+        if anchor.parent is not None and anchor.parent.type in (
+            "export_statement",
+            "decorated_definition",
+        ):
             anchor = anchor.parent
         lines: list[str] = []
         prev = anchor.prev_named_sibling
         line = anchor.start_point[0]
-        while prev is not None and prev.type in ("comment", "line_comment", "block_comment") \
-                and prev.end_point[0] >= line - 1:
+        while (
+            prev is not None
+            and prev.type in ("comment", "line_comment", "block_comment")
+            and prev.end_point[0] >= line - 1
+        ):
             lines.insert(0, self.text(prev))
             line = prev.start_point[0]
             prev = prev.prev_named_sibling
@@ -478,7 +513,7 @@ class _Extractor:
                 return ("super", self.text(right))
             built = self._constructed(left)
             head = (built,) if built else ()
-        return head + (self.text(right),) if head else ()
+        return (*head, self.text(right)) if head else ()
 
     def _calls(self) -> None:
         self.calls.sort(key=lambda c: c[0].start_byte)
@@ -487,7 +522,7 @@ class _Extractor:
             if node.type == "method_invocation":  # Java: object.name(...)
                 obj = node.child_by_field_name("object")
                 name = self.text(node.child_by_field_name("name"))
-                parts = (self._parts(obj) + (name,)) if obj is not None else (name,)
+                parts = (*self._parts(obj), name) if obj is not None else (name,)
                 if obj is not None and len(parts) == 1:
                     parts = ()
             else:
@@ -564,10 +599,17 @@ class _Extractor:
             local = self.text(field("name")) or path.rsplit("/", 1)[-1]
             self.out.imports.append(ImportRef(path, ((local, ""),), line))
         elif lang == "java":
-            target = next((c for c in node.named_children if c.type in ("scoped_identifier", "identifier")), None)
+            target = next(
+                (c for c in node.named_children if c.type in ("scoped_identifier", "identifier")),
+                None,
+            )
             module = self.text(target)
             if module and not any(c.type == "asterisk" for c in node.named_children):
-                self.out.imports.append(ImportRef(module, ((module.rsplit(".", 1)[-1], module.rsplit(".", 1)[-1]),), line))
+                self.out.imports.append(
+                    ImportRef(
+                        module, ((module.rsplit(".", 1)[-1], module.rsplit(".", 1)[-1]),), line
+                    )
+                )
         elif lang == "rust":
             self._rust_use(node.child_by_field_name("argument"), "", line)
 
@@ -576,7 +618,9 @@ class _Extractor:
             return
         if node.type in ("scoped_identifier", "identifier", "crate", "self", "super"):
             path = prefix + self.text(node)
-            self.out.imports.append(ImportRef(path, ((path.rsplit("::", 1)[-1], path.rsplit("::", 1)[-1]),), line))
+            self.out.imports.append(
+                ImportRef(path, ((path.rsplit("::", 1)[-1], path.rsplit("::", 1)[-1]),), line)
+            )
         elif node.type == "use_as_clause":
             path = prefix + self.text(node.child_by_field_name("path"))
             alias = self.text(node.child_by_field_name("alias"))
@@ -595,8 +639,13 @@ class _Extractor:
         owners = self._innermost(c.start_byte for c in self.comments)
         for comment, owner in zip(self.comments, owners, strict=True):
             target = self._symbol_def(owner)
-            texts.append((target.qualname if target else None, self.text(comment),
-                          comment.start_point[0] + 1))
+            texts.append(
+                (
+                    target.qualname if target else None,
+                    self.text(comment),
+                    comment.start_point[0] + 1,
+                )
+            )
         for symbol in self.out.symbols:
             if symbol.docstring:
                 texts.append((symbol.qualname, symbol.docstring, symbol.start_line))
@@ -607,9 +656,9 @@ class _Extractor:
                 self.out.mentions.append(
                     Mention(owner_name, match.canonical, "requirement", line, match.raw)
                 )
-            for match in _SPEC_PATH.finditer(text):
+            for spec in _SPEC_PATH.finditer(text):
                 self.out.mentions.append(
-                    Mention(owner_name, match.group(1), "spec", line, match.group(0))
+                    Mention(owner_name, spec.group(1), "spec", line, spec.group(0))
                 )
 
 
@@ -627,7 +676,7 @@ def _detail(node: Node) -> str:
 def _type_name(text: str) -> str | None:
     """The one class a type annotation names (``Optional[Repo]``, ``*Repo``, ``&mut Repo``,
     ``"Repo"``), or None for anything else (``list[Order]`` is a list, not an Order)."""
-    names = [n for n in _IDENT.findall(text) if n not in _WRAPPERS]
+    names: list[str] = [n for n in _IDENT.findall(text) if n not in _WRAPPERS]
     if len(names) > 1 and _DOTTED.fullmatch(text.strip().strip("\"'")):
         return ".".join(names)  # ``co.Checkout``: the class of an imported module
     if len(names) != 1:
@@ -636,5 +685,8 @@ def _type_name(text: str) -> str | None:
 
 
 def _clean_comment(text: str) -> str:
-    lines = [_COMMENT_MARK.sub("", line).rstrip().removesuffix("*/").rstrip() for line in text.splitlines()]
+    lines = [
+        _COMMENT_MARK.sub("", line).rstrip().removesuffix("*/").rstrip()
+        for line in text.splitlines()
+    ]
     return "\n".join(line for line in lines if line.strip() not in ("", "*/")).strip()

@@ -111,8 +111,17 @@ class Grammar:
     self_names: frozenset[str] = frozenset({"self", "cls", "this"})
     # Node types whose text is a plain name, and (left field, right field) of dotted ones.
     name_types: frozenset[str] = frozenset(
-        {"identifier", "type_identifier", "field_identifier", "property_identifier",
-         "package_identifier", "this", "self", "super", "private_property_identifier"}
+        {
+            "identifier",
+            "type_identifier",
+            "field_identifier",
+            "property_identifier",
+            "package_identifier",
+            "this",
+            "self",
+            "super",
+            "private_property_identifier",
+        }
     )
     dotted_types: dict[str, tuple[str, str]] = field(default_factory=dict)
     interface_types: frozenset[str] = frozenset()
@@ -122,36 +131,55 @@ class Grammar:
 
 GRAMMARS: dict[str, Grammar] = {
     "python": Grammar(
-        "python", _PYTHON, dotted_types={"attribute": ("object", "attribute")},
+        "python",
+        _PYTHON,
+        dotted_types={"attribute": ("object", "attribute")},
         self_names=frozenset({"self", "cls"}),
     ),
     "javascript": Grammar(
-        "javascript", _JS_COMMON, dotted_types={"member_expression": ("object", "property")},
+        "javascript",
+        _JS_COMMON,
+        dotted_types={"member_expression": ("object", "property")},
         self_names=frozenset({"this"}),
     ),
     "typescript": Grammar(
-        "typescript", _JS_COMMON + _TS_EXTRA,
+        "typescript",
+        _JS_COMMON + _TS_EXTRA,
         dotted_types={"member_expression": ("object", "property")},
-        self_names=frozenset({"this"}), interface_types=frozenset({"interface_declaration"}),
+        self_names=frozenset({"this"}),
+        interface_types=frozenset({"interface_declaration"}),
     ),
     "tsx": Grammar(
-        "tsx", _JS_COMMON + _TS_EXTRA,
+        "tsx",
+        _JS_COMMON + _TS_EXTRA,
         dotted_types={"member_expression": ("object", "property")},
-        self_names=frozenset({"this"}), interface_types=frozenset({"interface_declaration"}),
+        self_names=frozenset({"this"}),
+        interface_types=frozenset({"interface_declaration"}),
     ),
     "go": Grammar(
-        "go", _GO, dotted_types={"selector_expression": ("operand", "field")},
-        self_names=frozenset(), interface_types=frozenset({"interface_type"}),
+        "go",
+        _GO,
+        dotted_types={"selector_expression": ("operand", "field")},
+        self_names=frozenset(),
+        interface_types=frozenset({"interface_type"}),
         module_scoped=False,
     ),
     "rust": Grammar(
-        "rust", _RUST,
-        dotted_types={"field_expression": ("value", "field"), "scoped_identifier": ("path", "name")},
-        self_names=frozenset({"self"}), interface_types=frozenset({"trait_item"}),
+        "rust",
+        _RUST,
+        dotted_types={
+            "field_expression": ("value", "field"),
+            "scoped_identifier": ("path", "name"),
+        },
+        self_names=frozenset({"self"}),
+        interface_types=frozenset({"trait_item"}),
     ),
     "java": Grammar(
-        "java", _JAVA, dotted_types={"field_access": ("object", "field")},
-        self_names=frozenset({"this"}), interface_types=frozenset({"interface_declaration"}),
+        "java",
+        _JAVA,
+        dotted_types={"field_access": ("object", "field")},
+        self_names=frozenset({"this"}),
+        interface_types=frozenset({"interface_declaration"}),
         module_scoped=False,
     ),
 }

@@ -82,7 +82,9 @@ class History:
         facts = self.facts.get(path)
         if facts is None:
             return ""
-        edges = [(e.to_node, e.properties["count"], e.properties["weight"]) for e in self.edges(path)]
+        edges = [
+            (e.to_node, e.properties["count"], e.properties["weight"]) for e in self.edges(path)
+        ]
         text = repr((sorted(facts.items()), edges))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -93,7 +95,12 @@ def read_history(root: Path, max_commits: int = DEFAULT_COMMITS) -> History:
     if max_commits <= 0 or gitio.head_commit(root) is None:
         return history
     out = gitio.git(
-        root, "log", f"-n{max_commits}", "--no-renames", "--name-only", "-z",
+        root,
+        "log",
+        f"-n{max_commits}",
+        "--no-renames",
+        "--name-only",
+        "-z",
         f"--format={_RECORD}%H{_FIELD}%at{_FIELD}%ae",
     )
     last: dict[str, int] = {}
@@ -101,7 +108,7 @@ def read_history(root: Path, max_commits: int = DEFAULT_COMMITS) -> History:
     authors: dict[str, set[str]] = defaultdict(set)
     for record in out.decode("utf-8", "surrogateescape").split(_RECORD)[1:]:
         header, _, names = record.partition("\n")
-        _, stamp, email = (header.strip("\0").split(_FIELD) + ["", "", ""])[:3]
+        _, stamp, email = [*header.strip("\0").split(_FIELD), "", "", ""][:3]
         files = sorted({n.strip("\n") for n in names.split("\0") if is_source(n.strip("\n"))})
         history.commits += 1
         when = int(stamp or 0)

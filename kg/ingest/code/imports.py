@@ -55,7 +55,9 @@ class FileSet:
         if len(found) <= 1:
             return found[0] if found else None
         scored = sorted(found, key=lambda p: (-_shared(p, near), len(p), p))
-        if _shared(scored[0], near) == _shared(scored[1], near) and len(scored[0]) == len(scored[1]):
+        if _shared(scored[0], near) == _shared(scored[1], near) and len(scored[0]) == len(
+            scored[1]
+        ):
             return None
         return scored[0]
 
@@ -137,9 +139,9 @@ def _js(path: str, module: str, imported: str, files: FileSet) -> Found:
     for ext in _JS_EXTENSIONS:
         if stem.endswith(ext):
             base = stem[: -len(ext)]
-    candidates = [stem] + [base + e for e in _JS_EXTENSIONS] + [
-        f"{stem}/index{e}" for e in _JS_EXTENSIONS
-    ]
+    candidates = (
+        [stem] + [base + e for e in _JS_EXTENSIONS] + [f"{stem}/index{e}" for e in _JS_EXTENSIONS]
+    )
     found = next((c for c in candidates if c in files.paths), None)
     if found is None:
         return None

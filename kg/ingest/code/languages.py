@@ -29,9 +29,25 @@ SOURCE_SUFFIXES = tuple(LANGUAGES)
 
 # Folders whose files are someone else's code or build output.
 VENDORED_DIRS = frozenset(
-    {"vendor", "vendors", "third_party", "third-party", "thirdparty", "external", "dist", "build",
-     "target", "out", "bower_components", "jspm_packages", "node_modules", "site-packages",
-     "__pycache__", "venv", "migrations_generated"}
+    {
+        "vendor",
+        "vendors",
+        "third_party",
+        "third-party",
+        "thirdparty",
+        "external",
+        "dist",
+        "build",
+        "target",
+        "out",
+        "bower_components",
+        "jspm_packages",
+        "node_modules",
+        "site-packages",
+        "__pycache__",
+        "venv",
+        "migrations_generated",
+    }
 )
 _GENERATED_NAME = re.compile(
     r"(_pb2(_grpc)?\.pyi?|\.pb\.go|_generated\.\w+|\.generated\.\w+|\.gen\.\w+|\.d\.ts|"

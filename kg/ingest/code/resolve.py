@@ -190,8 +190,12 @@ class Linker:
             if found.kind == "ambiguous":
                 stats.ambiguous += 1
                 self.out.problems.append(
-                    ParseProblem(self.code.path, line, found.message.replace(
-                        "unresolved call", "call left unlinked"), "warning")
+                    ParseProblem(
+                        self.code.path,
+                        line,
+                        found.message.replace("unresolved call", "call left unlinked"),
+                        "warning",
+                    )
                 )
             else:
                 stats.unknown += 1
@@ -224,8 +228,7 @@ class Linker:
                 continue
             rest = parts[k:]
             if len(rest) == 1:
-                where = set(files)
-                return name, lambda e: e.top_level and e.file_path in where, files
+                return name, _top_level_in(files), files
             if len(rest) == 2:
                 return self._typed(rest[0], name, files)
             return "untyped"
@@ -269,8 +272,10 @@ class Linker:
             )
         if not self.grammar.module_scoped or lang == "java":
             return name, lambda e: e.kind == CLASS, own
-        if any(s.name == name and s.class_name is None and "." not in s.qualname
-               for s in self.code.symbols):
+        if any(
+            s.name == name and s.class_name is None and "." not in s.qualname
+            for s in self.code.symbols
+        ):
             return name, lambda e: e.top_level and e.file_path == path, own
         imported = self.imports.names.get(name)
         if imported is not None:
@@ -290,8 +295,10 @@ class Linker:
         files: tuple[str, ...] | None = (self.code.path,)
         if len(parts) == 1 and name in self.imports.names:
             files, name = self.imports.names[name]
-        elif len(parts) == 1 and self.grammar.module_scoped and not any(
-            s.kind == CLASS and s.name == name for s in self.code.symbols
+        elif (
+            len(parts) == 1
+            and self.grammar.module_scoped
+            and not any(s.kind == CLASS and s.name == name for s in self.code.symbols)
         ):
             return  # neither defined here nor imported: a builtin (``Exception``)
         elif len(parts) > 1:
@@ -315,13 +322,23 @@ class Linker:
         path = _spec_path(self.dir, target, self.specs)
         if path is None:
             self.out.problems.append(
-                ParseProblem(self.code.path, line, f"names {target}, which is not a Markdown "
-                             "file of the project; not linked", "warning")
+                ParseProblem(
+                    self.code.path,
+                    line,
+                    f"names {target}, which is not a Markdown file of the project; not linked",
+                    "warning",
+                )
             )
             return
         anchor = raw.partition("#")[2].lower()
-        self._edge(REFERENCES, source, section_id(path, anchor) if anchor else document_id(path),
-                   raw)
+        self._edge(
+            REFERENCES, source, section_id(path, anchor) if anchor else document_id(path), raw
+        )
+
+
+def _top_level_in(files: tuple[str, ...]) -> Callable[[Entry], bool]:
+    where = set(files)
+    return lambda e: e.top_level and e.file_path in where
 
 
 def _spec_path(folder: str, target: str, specs: set[str]) -> str | None:

@@ -154,7 +154,8 @@ class CodeStage:
                     self.run.relinked.append(result.path)
             mine |= set(self.run.relinked)
         return self.link_parsed(
-            files, [e for e in graph_entries if e.file_path not in mine],
+            files,
+            [e for e in graph_entries if e.file_path not in mine],
             (set(known_paths) - set(removed)) | {f.path for f in files},
         )
 
@@ -181,7 +182,7 @@ class CodeStage:
     def _read_dependents(self, paths: list[str]) -> list[tuple[str, str]]:
         out: list[tuple[str, str]] = []
         for rel in paths:
-            text, problem = read_markdown_file(self.root, Path(rel))
+            text, _ = read_markdown_file(self.root, Path(rel))
             if text is not None:
                 out.append((rel, text))
         return out

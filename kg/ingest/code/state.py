@@ -82,9 +82,7 @@ async def specs_mentioning(
     (```Checkout.pay```, ```shop/checkout.py```): re-parsed when those names come or go."""
     if not names:
         return []
-    patterns = [f"%{_like(name)}`%" for name in names] + [
-        f"%{_like(name)}()`%" for name in names
-    ]
+    patterns = [f"%{_like(name)}`%" for name in names] + [f"%{_like(name)}()`%" for name in names]
     rows = await conn.fetch(
         "SELECT DISTINCT split_part(substr(node_id, 9), '#', 1) AS path FROM kg_nodes "
         "WHERE tenant_id = $1 AND project_id = $2 AND node_id LIKE 'section:%' "

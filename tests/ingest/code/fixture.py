@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kg.ingest.code.stage import CodeStage, parse_one
+from kg.config import Scope
 from kg.ingest.code.model import CodeFile
+from kg.ingest.code.stage import CodeStage, parse_one
 from kg.ingest.model import ParsedDocument
 from kg.ingest.requirements import RequirementMatcher
-from kg.config import Scope
 
 SHOP_REPO = Path(__file__).parent / "shop_repo"
 
@@ -22,7 +22,9 @@ def source_files(root: Path = SHOP_REPO) -> dict[str, str]:
 def link_repository(root: Path = SHOP_REPO) -> tuple[list[ParsedDocument], CodeStage]:
     texts = source_files(root)
     matcher = RequirementMatcher()
-    files = [f for f in (parse_one(r, t, matcher) for r, t in texts.items()) if isinstance(f, CodeFile)]
+    files = [
+        f for f in (parse_one(r, t, matcher) for r, t in texts.items()) if isinstance(f, CodeFile)
+    ]
     specs = {p.relative_to(root).as_posix() for p in root.rglob("*.md")}
     stage = CodeStage(root, Scope("t", "p"), ("FR", "NFR"), specs)
     return stage.link_parsed(files, [], texts), stage

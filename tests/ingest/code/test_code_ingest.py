@@ -54,9 +54,7 @@ async def test_ingest_puts_code_and_specs_in_one_graph_and_a_rerun_appends_nothi
     assert ("section:docs/prd.md#orders", "document:shop/orders.py") in await edges(
         system_pool, "REFERENCES"
     )
-    assert ("document:shop/orders.py", "requirement:FR-1") in await edges(
-        system_pool, "IMPLEMENTS"
-    )
+    assert ("document:shop/orders.py", "requirement:FR-1") in await edges(system_pool, "IMPLEMENTS")
 
     again = await ingest_paths(runtime, None)
     assert (again.events, again.unchanged) == (0, report.files)

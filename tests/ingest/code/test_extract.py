@@ -84,9 +84,7 @@ def test_python_calls_are_attributed_to_their_function_with_typed_receivers() ->
 
 def test_imports_and_requirement_and_spec_mentions_are_recorded() -> None:
     code = parse("shop/checkout.py", PYTHON, "python")
-    assert [(i.module, i.names) for i in code.imports] == [
-        ("shop.storage", (("Repo", "Repo"),))
-    ]
+    assert [(i.module, i.names) for i in code.imports] == [("shop.storage", (("Repo", "Repo"),))]
     mentions = {(m.owner, m.kind, m.target) for m in code.mentions}
     assert mentions == {
         (None, "requirement", "FR-12"),
@@ -193,8 +191,11 @@ impl Total for Cart {
     quals = by_qualname(code)
     assert quals["Cart"][0] == "Class" and quals["Cart.total"][:2] == ("Method", "Cart")
     assert next(s for s in code.symbols if s.name == "Cart").bases == ("Total",)
-    assert {("Cart.total", ("self", "count")), ("Cart.total", ("helper",)),
-            ("Cart.total", ("Cart", "new"))} <= calls(code)
+    assert {
+        ("Cart.total", ("self", "count")),
+        ("Cart.total", ("helper",)),
+        ("Cart.total", ("Cart", "new")),
+    } <= calls(code)
 
 
 def test_java_methods_constructors_and_object_creation() -> None:
@@ -212,7 +213,10 @@ public class Checkout extends Base implements Payable {
     )
     assert by_qualname(code)["Checkout.pay"][:2] == ("Method", "Checkout")
     assert next(s for s in code.symbols if s.name == "Checkout").bases == ("Base", "Payable")
-    assert {("Checkout.pay", ("self", "audit")), ("Checkout.pay", ("Order", "total")),
-            ("Checkout.pay", ("audit",)), ("Checkout.__init__" if False else "Checkout.Checkout",
-            ("Repo",))} <= calls(code)
+    assert {
+        ("Checkout.pay", ("self", "audit")),
+        ("Checkout.pay", ("Order", "total")),
+        ("Checkout.pay", ("audit",)),
+        ("Checkout.__init__" if False else "Checkout.Checkout", ("Repo",)),
+    } <= calls(code)
     assert code.package == "shop"
