@@ -60,7 +60,8 @@ _GENERATED_HEADER = re.compile(
     re.IGNORECASE,
 )
 MINIFIED_LINE = 500  # characters: a line this long on average is minified or data
-_HEADER_CHARS = 2000
+_HEADER_LINES = 20
+_COMMENT = re.compile(r"^\s*(#|//|/\*|\*|--|\"{3}|'{3})")
 
 
 def language_of(relpath: str) -> str | None:
@@ -84,8 +85,9 @@ def path_skip_reason(relpath: str) -> str | None:
 
 def content_skip_reason(text: str) -> str | None:
     """``generated`` (a header says so) or ``minified`` (very long lines), else None."""
-    if _GENERATED_HEADER.search(text[:_HEADER_CHARS]):
-        return "generated"
+    head = text[:4000].split("\n", _HEADER_LINES)[:_HEADER_LINES]
+    if any(_COMMENT.match(line) and _GENERATED_HEADER.search(line) for line in head):
+        return "generated"  # said in a comment: a pattern in code is not a header
     lines = text.count("\n") + 1
     if len(text) > 5 * MINIFIED_LINE and len(text) / lines > MINIFIED_LINE:
         return "minified"

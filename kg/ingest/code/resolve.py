@@ -321,15 +321,7 @@ class Linker:
             return
         path = _spec_path(self.dir, target, self.specs)
         if path is None:
-            self.out.problems.append(
-                ParseProblem(
-                    self.code.path,
-                    line,
-                    f"names {target}, which is not a Markdown file of the project; not linked",
-                    "warning",
-                )
-            )
-            return
+            return  # a path in a comment is often an example: only existing specs are linked
         anchor = raw.partition("#")[2].lower()
         self._edge(
             REFERENCES, source, section_id(path, anchor) if anchor else document_id(path), raw
