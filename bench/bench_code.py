@@ -9,7 +9,9 @@ then ingested through ``sync_project`` into a fresh database of an embedded serv
 1. full ingest (the first sync is a full scan), hashing embedder, everything projected;
 2. re-ingest of the unchanged repository (nothing to append);
 3. one code file changed and committed, then ``sync_project`` (``--syncs`` times; median);
-4. with ``--minilm N``: a full ingest of the first N files with MiniLM, for its rate.
+4. anchor context builds (``build_in_snapshot``, default depth and budget) around
+   ``--builds`` random functions and methods, p50 and p95 (after 5 warm-up builds);
+5. with ``--minilm N``: a full ingest of N files with MiniLM, for its rate.
 """
 
 from __future__ import annotations
@@ -28,13 +30,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import fresh_database, machine
+from bench.common import fresh_database, machine, percentile
 from kg.config import Scope, Settings
+from kg.context.service import build_in_snapshot, parse_request
 from kg.embeddings import HashingEmbedder
 from kg.embeddings.base import EmbeddingProvider
 from kg.ingest.report import IngestReport
 from kg.ingest.service import ingest_paths, sync_project
-from kg.runtime import open_runtime
+from kg.runtime import Runtime, open_runtime
 
 GIT_ENV = {
     "GIT_CONFIG_GLOBAL": os.devnull,
@@ -181,12 +184,36 @@ def row(name: str, files: int, report: IngestReport, seconds: float) -> str:
 
 
 def minilm() -> EmbeddingProvider:
-    from kg.embeddings.factory import make_embedder
+    from kg.embeddings.factory import provider_from_config
 
-    return make_embedder("minilm")  # type: ignore[call-arg]
+    return provider_from_config("minilm")
 
 
-async def run(files: int, syncs: int, minilm_files: int) -> None:
+async def context_builds(rt: Runtime, builds: int) -> tuple[tuple[int, int], float, float]:
+    """Anchor builds around random functions and methods: (nodes, edges), p50, p95 in ms."""
+    async with rt.system_pool.acquire() as conn:
+        nodes = await conn.fetchval("SELECT count(*) FROM kg_nodes")
+        edges = await conn.fetchval("SELECT count(*) FROM kg_edges")
+        ids = [
+            r["node_id"]
+            for r in await conn.fetch(
+                "SELECT node_id FROM kg_nodes WHERE node_type IN ('Function', 'Method') "
+                "ORDER BY node_id"
+            )
+        ]
+    rng = random.Random(5)
+    requests = [parse_request(anchors=[rng.choice(ids)]) for _ in range(builds + 5)]
+    times = []
+    for i, request in enumerate(requests):
+        start = time.perf_counter()
+        graph = await build_in_snapshot(rt.app_pool, rt.scope, request, None)
+        if i >= 5:
+            times.append((time.perf_counter() - start) * 1000)
+        assert graph.nodes
+    return (nodes, edges), percentile(times, 50), percentile(times, 95)
+
+
+async def run(files: int, syncs: int, minilm_files: int, builds: int) -> None:
     root = Path(tempfile.mkdtemp(prefix="kg-bench-code-"))
     rows: list[str] = []
     try:
@@ -208,7 +235,7 @@ async def run(files: int, syncs: int, minilm_files: int) -> None:
             latencies = []
             last: IngestReport | None = None
             for n in range(syncs):
-                target = root / path_of(2 * n + 200)
+                target = root / path_of((2 * n + 200) % files // 2 * 2)
                 text = target.read_text(encoding="utf-8")
                 target.write_text(
                     text.replace("return value * 2", f"return value * 2 + {n}"), encoding="utf-8"
@@ -228,6 +255,7 @@ async def run(files: int, syncs: int, minilm_files: int) -> None:
                     statistics.median(latencies),
                 )
             )
+            graph_size, p50, p95 = await context_builds(rt, builds)
         if minilm_files:
             sub = Path(tempfile.mkdtemp(prefix="kg-bench-code-minilm-"))
             generate(sub, minilm_files)
@@ -249,6 +277,10 @@ async def run(files: int, syncs: int, minilm_files: int) -> None:
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for line in rows:
         print(line)
+    print(
+        f"\nanchor builds around a function or method ({builds}, default depth and budget) on "
+        f"{graph_size[0]:,} nodes, {graph_size[1]:,} edges: p50 {p50:.1f} ms, p95 {p95:.1f} ms"
+    )
     print(f"\nfull ingest: {full.summary()}")
     print(f"one-file sync: {', '.join(f'{x:.2f}' for x in latencies)} s")
 
@@ -258,8 +290,9 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=5000)
     parser.add_argument("--syncs", type=int, default=5)
     parser.add_argument("--minilm", type=int, default=0, help="files for a MiniLM ingest")
+    parser.add_argument("--builds", type=int, default=200, help="anchor context builds")
     args = parser.parse_args()
-    asyncio.run(run(args.files, args.syncs, args.minilm))
+    asyncio.run(run(args.files, args.syncs, args.minilm, args.builds))
 
 
 if __name__ == "__main__":
