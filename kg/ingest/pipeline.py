@@ -33,7 +33,7 @@ from kg.ingest.code import state as code_state
 from kg.ingest.code.history import History, read_history
 from kg.ingest.code.languages import is_source, language_of, path_skip_reason
 from kg.ingest.code.mentions import CodeNames
-from kg.ingest.code.stage import CodeStage, Reader, code_fingerprint_salt
+from kg.ingest.code.stage import CodeRun, CodeStage, Reader, code_fingerprint_salt
 from kg.ingest.diff import (
     FileChange,
     ProjectedFile,
@@ -222,12 +222,11 @@ class Pipeline:
         workers = self.options.workers or min(4, os.cpu_count() or 1)
         code = [rel for rel in changed if is_source(rel)]
         changed = [rel for rel in changed if not is_source(rel)]
-        names: CodeNames | None = None
+        run = None
         if code or any(is_source(rel) for rel in removed):
-            names = await self._write_code(code, removed, texts, set(specs), workers)
+            run = await self._write_code(code, removed, texts, set(specs), workers)
             changed += [p for p in self._extra_specs if p not in changed]
-        if changed and names is None:
-            names = await self._code_names()
+        names = await self._code_names(run) if changed else None
         index = WikiIndex(specs, names)
         pool: Executor | None = None
         if workers > 1 and len(changed) >= POOL_MIN_FILES:
@@ -260,11 +259,17 @@ class Pipeline:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)
 
-    async def _code_names(self) -> CodeNames | None:
-        """The graph's source files and symbols, for code named in the specs of this run."""
+    async def _code_names(self, run: CodeRun | None) -> CodeNames | None:
+        """The repository's source files and symbols, for code named in the specs of this
+        run: the graph's, with those of the files linked in this run (``run``) instead."""
         read = Reader(self.rt.app_pool, self.scope)
         paths, entries = await read()
-        return CodeNames(paths, [e.node_id for e in entries]) if paths else None
+        ids = [e.node_id for e in entries]
+        if run is not None:
+            replaced = run.linked_paths | set(run.removed_paths)
+            ids = [e.node_id for e in entries if e.file_path not in replaced] + run.symbol_ids
+            paths = sorted(run.paths)
+        return CodeNames(paths, ids) if paths else None
 
     async def _write_code(
         self,
@@ -273,7 +278,7 @@ class Pipeline:
         texts: dict[str, str],
         specs: set[str],
         workers: int,
-    ) -> CodeNames:
+    ) -> CodeRun:
         """Parse and link the changed source files as one batch (linking needs them all),
         then diff and append them in chunks like Markdown files. Returns the repository's
         code names for the specs; specs that name a symbol or file that came or went are
@@ -310,7 +315,7 @@ class Pipeline:
             await self._apply([(d.path, d) for d in chunk])
             self.tenure.settle()
         await self._specs_naming(read, sorted(run.touched), texts)
-        return CodeNames(run.paths, run.symbol_ids)
+        return run
 
     async def _specs_naming(self, read: Reader, names: list[str], texts: dict[str, str]) -> None:
         """Specs that name any of ``names`` join the run's changed Markdown files."""

@@ -75,13 +75,11 @@ class SymbolIndex:
     def __init__(self, entries: Iterable[Entry] = ()) -> None:
         self.calls: CallIndex[Entry] = CallIndex()
         self.classes: dict[str, list[Entry]] = {}
-        self.files: set[str] = set()
         for entry in entries:
             self.add(entry)
 
     def add(self, entry: Entry) -> None:
         self.calls.add(entry)
-        self.files.add(entry.file_path)
         if entry.kind == CLASS:
             self.classes.setdefault(entry.name, []).append(entry)
 

@@ -49,8 +49,10 @@ class CodeRun:
     relinked: list[str] = field(default_factory=list)
     touched: set[str] = field(default_factory=set)  # names that appeared or disappeared
     removed_paths: list[str] = field(default_factory=list)
-    # Every source file and symbol of the repository after this run (for the specs).
+    # Every source file of the repository after this run, the files linked in it and their
+    # symbols (with the graph's symbols of the other files: the code names for the specs).
     paths: set[str] = field(default_factory=set)
+    linked_paths: set[str] = field(default_factory=set)
     symbol_ids: list[str] = field(default_factory=list)
 
 
@@ -131,8 +133,9 @@ class CodeStage:
                 self.run.problems.append(result)
             else:
                 files.append(result)
-        known_paths, graph_entries = await read()
         mine = {f.path for f in files} | set(removed)
+        wanted = {n for f in files for n in _refs(f)}
+        known_paths, graph_entries = await read(sorted(wanted), sorted(mine))
         old_names = {e.name for e in graph_entries if e.file_path in mine}
         new_names = {s.name for f in files for s in f.symbols}
         old_ids = {e.node_id for e in graph_entries if e.file_path in mine}
@@ -148,11 +151,18 @@ class CodeStage:
         ]
         if dependents:
             extra = await asyncio.to_thread(self._read_dependents, dependents)
+            more: list[CodeFile] = []
             for result in await parse_many(extra, self.prefixes, pool):
                 if isinstance(result, CodeFile):
-                    files.append(result)
+                    more.append(result)
                     self.run.relinked.append(result.path)
+            files += more
             mine |= set(self.run.relinked)
+            missing = {n for f in more for n in _refs(f)} - wanted
+            if missing:
+                _, extra_entries = await read(sorted(missing), [])
+                seen = {e.node_id for e in graph_entries}
+                graph_entries += [e for e in extra_entries if e.node_id not in seen]
         return self.link_parsed(
             files,
             [e for e in graph_entries if e.file_path not in mine],
@@ -170,7 +180,8 @@ class CodeStage:
                 index.add(entry)
         fileset = FileSet(paths)
         self.run.paths = set(fileset.paths)
-        self.run.symbol_ids = [e.node_id for es in index.calls.by_name.values() for e in es]
+        self.run.symbol_ids = [e.node_id for f in files for e in entries_of(f)]
+        self.run.linked_paths = {f.path for f in files}
         docs: list[ParsedDocument] = []
         for f in files:
             linked = Linker(f, index, bindings(f, fileset), self.specs).run()
@@ -195,11 +206,16 @@ class Reader:
         self.pool = pool
         self.scope = scope
 
-    async def __call__(self) -> tuple[list[str], list[Entry]]:
+    async def __call__(
+        self, names: list[str] | None = None, paths: list[str] | None = None
+    ) -> tuple[list[str], list[Entry]]:
+        """Every source file ingested, and the symbols a link can need: every class (for
+        receiver types and bases), those named ``names``, and those of the files ``paths``
+        (None: every symbol)."""
         async with scoped(self.pool, self.scope) as conn:
             return (
                 await code_state.code_files(conn, self.scope),
-                await code_state.symbols(conn, self.scope),
+                await code_state.symbols(conn, self.scope, names, paths),
             )
 
     async def referring(self, names: list[str]) -> list[str]:

@@ -29,18 +29,30 @@ async def code_files(conn: asyncpg.Connection, scope: Scope) -> list[str]:
     return sorted(r["path"] for r in rows if r["path"])
 
 
-async def symbols(conn: asyncpg.Connection, scope: Scope) -> list[Entry]:
-    """Every class, function and method ingestion made, as the resolver sees it."""
+async def symbols(
+    conn: asyncpg.Connection,
+    scope: Scope,
+    names: Sequence[str] | None = None,
+    paths: Sequence[str] | None = None,
+) -> list[Entry]:
+    """Classes, functions and methods ingestion made, as the resolver sees it: all of them
+    (``names`` None), or every class plus the symbols named ``names`` and those of ``paths``
+    (what linking some files can use: a one-file sync reads a few rows, not the repository)."""
+    where = ""
+    args: list[object] = [scope.tenant_id, scope.project_id, _SYMBOL_TYPES, CODE_LABEL]
+    if names is not None:
+        where = (
+            "AND (node_type = $5 OR properties ->> 'symbol' = ANY($6::text[]) "
+            "OR properties ->> 'path' = ANY($7::text[]))"
+        )
+        args += [CLASS, list(names), list(paths or ())]
     rows = await conn.fetch(
         "SELECT node_id, node_type, properties ->> 'symbol' AS symbol, "
         "properties ->> 'class_name' AS class_name, properties ->> 'path' AS path, "
         "properties -> 'bases' AS bases, node_id LIKE 'class:%' AS is_class FROM kg_nodes "
         "WHERE tenant_id = $1 AND project_id = $2 AND node_type = ANY($3::text[]) "
-        "AND labels @> ARRAY[$4]::text[]",
-        scope.tenant_id,
-        scope.project_id,
-        _SYMBOL_TYPES,
-        CODE_LABEL,
+        f"AND labels @> ARRAY[$4]::text[] {where}",
+        *args,
     )
     out: list[Entry] = []
     for r in rows:
