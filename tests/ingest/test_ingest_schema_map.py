@@ -138,3 +138,30 @@ def test_glob_semantics() -> None:
     assert glob_to_regex("docs/**").fullmatch("docs/a/b.md")
     assert not glob_to_regex("docs/?.md").fullmatch("docs/ab.md")
     assert not glob_to_regex("a.md").fullmatch("aXmd")  # dots are literal
+
+
+def test_the_code_section_chooses_languages_exclusions_and_history() -> None:
+    schema = parse_schema_map(
+        "code:\n  languages: [python]\n  exclude: ['tests/fixtures/**']\n  history: 50\n", "s.yaml"
+    )
+    assert (schema.code_languages, schema.code_exclude, schema.code_history) == (
+        ("python",),
+        ("tests/fixtures/**",),
+        50,
+    )
+    assert schema.code_skip_reason("src/a.py", "python") is None
+    assert schema.code_skip_reason("web/a.ts", "typescript") == (
+        "language not enabled in the schema map"
+    )
+    assert schema.code_skip_reason("tests/fixtures/x/a.py", "python") == (
+        "excluded by the schema map"
+    )
+
+
+def test_a_bad_code_section_names_the_field_and_the_choices() -> None:
+    with pytest.raises(ValidationError, match=r"s.yaml: code.languages: 'cobol' is not supported"):
+        parse_schema_map("code:\n  languages: [cobol]\n", "s.yaml")
+    with pytest.raises(ValidationError, match="s.yaml: code.history: expected a number"):
+        parse_schema_map("code:\n  history: lots\n", "s.yaml")
+    with pytest.raises(ValidationError, match=r"s.yaml: code: unknown key\(s\) \['paths'\]"):
+        parse_schema_map("code:\n  paths: [src]\n", "s.yaml")
