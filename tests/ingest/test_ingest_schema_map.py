@@ -161,7 +161,7 @@ def test_the_code_section_chooses_languages_exclusions_and_history() -> None:
 def test_a_bad_code_section_names_the_field_and_the_choices() -> None:
     with pytest.raises(ValidationError, match=r"s.yaml: code.languages: 'cobol' is not supported"):
         parse_schema_map("code:\n  languages: [cobol]\n", "s.yaml")
-    with pytest.raises(ValidationError, match="s.yaml: code.history: expected a number"):
+    with pytest.raises(ValidationError, match=r"s.yaml: code.history: expected a number"):
         parse_schema_map("code:\n  history: lots\n", "s.yaml")
     with pytest.raises(ValidationError, match=r"s.yaml: code: unknown key\(s\) \['paths'\]"):
         parse_schema_map("code:\n  paths: [src]\n", "s.yaml")
