@@ -186,7 +186,9 @@ class CodeStage:
         for f in files:
             linked = Linker(f, index, bindings(f, fileset), self.specs).run()
             self.run.stats.add(linked.stats)
-            linked.edges += self.history.edges(f.path)
+            linked.edges += [  # only to files that are ingested (not deleted, not vendored)
+                e for e in self.history.edges(f.path) if e.to_node[9:] in fileset.paths
+            ]
             docs.append(build_document(f, linked, _refs(f), self.history.properties(f.path)))
         return docs
 
