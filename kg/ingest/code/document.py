@@ -2,7 +2,8 @@
 
 The file is ``document:{path}`` typed ``File`` (a typed document keeps its id, as a PRD does),
 so the Markdown ingest's change detection, ownership and retirement apply unchanged: the file
-CONTAINS every symbol it defines (and a class its methods), and owns every edge leaving them.
+CONTAINS its top-level symbols, a class its methods and nested classes, and the file owns
+every symbol it contains (transitively) and every edge leaving them.
 
 A symbol's content is what an agent reads: the signature, the docstring, then (functions and
 methods) the source, which the context builder cuts to the passages that match the task.
@@ -56,12 +57,13 @@ def build_document(
     for symbol in code.symbols:
         node_id = symbol_id(path, symbol.qualname, symbol.kind)
         nodes.append(_symbol_node(code, symbol, node_id))
-        edges.append(ParsedEdge(CONTAINS, file_id, node_id, {}))
         parent, _, _ = symbol.qualname.rpartition(".")
         if parent in classes:  # (a Go or Rust method's type may be declared in another file)
             parent_id = symbol_id(path, parent, CLASS)
             edges.append(ParsedEdge(CONTAINS, parent_id, node_id, {}))
             members.setdefault(parent, []).append(symbol.signature)
+        else:
+            edges.append(ParsedEdge(CONTAINS, file_id, node_id, {}))
     if members:
         nodes = [_with_members(n, members, path) for n in nodes]
     for req in sorted(linked.requirements):
