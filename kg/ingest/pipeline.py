@@ -32,7 +32,7 @@ from kg.ingest import bulk, state
 from kg.ingest.code import state as code_state
 from kg.ingest.code.history import History, read_history
 from kg.ingest.code.languages import is_source, language_of, path_skip_reason
-from kg.ingest.code.mentions import CodeNames
+from kg.ingest.code.mentions import CodeNames, named_in
 from kg.ingest.code.stage import CodeRun, CodeStage, Reader, code_fingerprint_salt
 from kg.ingest.diff import (
     FileChange,
@@ -226,7 +226,7 @@ class Pipeline:
         if code or any(is_source(rel) for rel in removed):
             run = await self._write_code(code, removed, texts, set(specs), workers)
             changed += [p for p in self._extra_specs if p not in changed]
-        names = await self._code_names(run) if changed else None
+        names = await self._code_names(run, [texts[r] for r in changed]) if changed else None
         index = WikiIndex(specs, names)
         pool: Executor | None = None
         if workers > 1 and len(changed) >= POOL_MIN_FILES:
@@ -259,11 +259,11 @@ class Pipeline:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)
 
-    async def _code_names(self, run: CodeRun | None) -> CodeNames | None:
-        """The repository's source files and symbols, for code named in the specs of this
-        run: the graph's, with those of the files linked in this run (``run``) instead."""
+    async def _code_names(self, run: CodeRun | None, specs: list[str]) -> CodeNames | None:
+        """The repository's source files and the symbols the ``specs`` (texts) may name in
+        inline code: the graph's, with those of the files linked in this run instead."""
         read = Reader(self.rt.app_pool, self.scope)
-        paths, entries = await read()
+        paths, entries = await read(sorted(named_in(specs)), [])
         ids = [e.node_id for e in entries]
         if run is not None:
             replaced = run.linked_paths | set(run.removed_paths)

@@ -19,6 +19,19 @@ _QUALIFIED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$"
 _PATH = re.compile(r"^(?:\./)?([\w.@-]+(?:/[\w.@-]+)*)(?::\d+)?$")
 
 
+def named_in(texts: Iterable[str]) -> set[str]:
+    """The bare names inline code in ``texts`` could refer to (``pay`` of ``Checkout.pay``),
+    so only those symbols are read from the graph."""
+    names: set[str] = set()
+    for text in texts:
+        for match in _SPAN.finditer(text):
+            tail = match.group(1).strip().removesuffix("()").rpartition("#")[2]
+            last = tail.rpartition(".")[2]
+            if _QUALIFIED.match(last):
+                names.add(last)
+    return names
+
+
 @dataclass(frozen=True, slots=True)
 class CodeMention:
     raw: str
