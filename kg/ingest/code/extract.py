@@ -160,8 +160,8 @@ class _Extractor:
 
     def _add_def(self, node: Node, kind: str, name_node: Node | None) -> None:
         name = self.text(name_node)
-        if not name:
-            return
+        if not name or len(name) > 200 or not name.isprintable() or "#" in name:
+            return  # (``"a<tab>b"() {}`` in JavaScript): not a name an id can carry
         d = _Def(node, kind, name, node.start_byte, node.end_byte)
         if node.type == "method_declaration" and self.g.name == "go":
             receiver = node.child_by_field_name("receiver")

@@ -220,3 +220,12 @@ public class Checkout extends Base implements Payable {
         ("Checkout.__init__" if False else "Checkout.Checkout", ("Repo",)),
     } <= calls(code)
     assert code.package == "shop"
+
+
+def test_a_name_no_node_id_can_carry_is_left_out_and_the_rest_kept() -> None:
+    code = parse(  # a method named by a string with a tab in it: ids allow no control characters
+        "web/odd.js",
+        'class A { "a\tb"() {} ok() {} }\nfunction f() { return 1; }\n',  # a real tab
+        "javascript",
+    )
+    assert set(by_qualname(code)) == {"A", "A.ok", "f"}
