@@ -21,13 +21,13 @@ from dataclasses import dataclass, field
 from tree_sitter import Node, QueryCursor
 
 from kg.ingest.code.grammar import GRAMMARS, Grammar, parser, query
+from kg.ingest.code.import_syntax import import_refs
 from kg.ingest.code.model import (
     CLASS,
     FUNCTION,
     METHOD,
     CallSite,
     CodeFile,
-    ImportRef,
     Mention,
     Symbol,
 )
@@ -143,7 +143,7 @@ class _Extractor:
                 node = (caps.get("call") or caps["new"])[0]
                 self.calls.append((node, caps.get("callee", [None])[0], "new" in caps))
             elif "import" in caps:
-                self._import(caps["import"][0])
+                self.out.imports += import_refs(self.g.name, caps["import"][0], self.text)
             elif "assign" in caps:
                 self.assigns.append((caps["assign"][0], caps.get("lhs", [None])[0]))
             elif "param" in caps:
@@ -552,85 +552,6 @@ class _Extractor:
         if len(parts) >= 2 and head in self.g.self_names:
             return ("self", *parts[1:])
         return parts
-
-    # -- imports --------------------------------------------------------------------------------
-
-    def _import(self, node: Node) -> None:
-        line = node.start_point[0] + 1
-        lang = self.g.name
-        field = node.child_by_field_name
-        if lang == "python":
-            if node.type == "import_statement":
-                for child in node.children_by_field_name("name"):
-                    if child.type == "aliased_import":
-                        module = self.text(child.child_by_field_name("name"))
-                        local = self.text(child.child_by_field_name("alias"))
-                    else:
-                        module = local = self.text(child)
-                    self.out.imports.append(ImportRef(module, ((local, ""),), line))
-                return
-            module = self.text(field("module_name"))
-            names: list[tuple[str, str]] = []
-            for child in node.children_by_field_name("name"):
-                if child.type == "aliased_import":
-                    imported = self.text(child.child_by_field_name("name"))
-                    names.append((self.text(child.child_by_field_name("alias")), imported))
-                else:
-                    names.append((self.text(child), self.text(child)))
-            self.out.imports.append(ImportRef(module, tuple(names), line))
-        elif lang in ("javascript", "typescript", "tsx"):
-            source = field("source")
-            module = self.text(source).strip("'\"`")
-            names = []
-            for clause in (c for c in node.named_children if c.type == "import_clause"):
-                for part in clause.named_children:
-                    if part.type == "identifier":
-                        names.append((self.text(part), "default"))
-                    elif part.type == "namespace_import":
-                        names.append((self.text(part.named_children[-1]), ""))
-                    elif part.type == "named_imports":
-                        for spec in part.named_children:
-                            imported = self.text(spec.child_by_field_name("name"))
-                            alias = self.text(spec.child_by_field_name("alias")) or imported
-                            names.append((alias, imported))
-            self.out.imports.append(ImportRef(module, tuple(names), line))
-        elif lang == "go":
-            path = self.text(field("path")).strip('"`')
-            local = self.text(field("name")) or path.rsplit("/", 1)[-1]
-            self.out.imports.append(ImportRef(path, ((local, ""),), line))
-        elif lang == "java":
-            target = next(
-                (c for c in node.named_children if c.type in ("scoped_identifier", "identifier")),
-                None,
-            )
-            module = self.text(target)
-            if module and not any(c.type == "asterisk" for c in node.named_children):
-                self.out.imports.append(
-                    ImportRef(
-                        module, ((module.rsplit(".", 1)[-1], module.rsplit(".", 1)[-1]),), line
-                    )
-                )
-        elif lang == "rust":
-            self._rust_use(node.child_by_field_name("argument"), "", line)
-
-    def _rust_use(self, node: Node | None, prefix: str, line: int) -> None:
-        if node is None:
-            return
-        if node.type in ("scoped_identifier", "identifier", "crate", "self", "super"):
-            path = prefix + self.text(node)
-            self.out.imports.append(
-                ImportRef(path, ((path.rsplit("::", 1)[-1], path.rsplit("::", 1)[-1]),), line)
-            )
-        elif node.type == "use_as_clause":
-            path = prefix + self.text(node.child_by_field_name("path"))
-            alias = self.text(node.child_by_field_name("alias"))
-            self.out.imports.append(ImportRef(path, ((alias, path.rsplit("::", 1)[-1]),), line))
-        elif node.type == "scoped_use_list":
-            base = prefix + self.text(node.child_by_field_name("path"))
-            self._rust_use(node.child_by_field_name("list"), base + "::" if base else "", line)
-        elif node.type == "use_list":
-            for child in node.named_children:
-                self._rust_use(child, prefix, line)
 
     # -- spec mentions --------------------------------------------------------------------------
 
