@@ -157,3 +157,21 @@ async def test_specs_naming_a_symbol_link_to_it_and_an_ambiguous_name_is_reporte
         " function:shop/legacy.py#Checkout.pay); not linked: name it with its file, e.g. "
         "`shop/checkout.py#Checkout.pay`"
     ) in [str(p) for p in report.ingest.problems]
+
+
+async def test_a_deleted_source_file_retires_its_symbols_and_the_edges_into_them(
+    runtime: Runtime, system_pool: asyncpg.Pool, tmp_path: Path
+) -> None:
+    repo = shop(tmp_path)
+    await sync_project(runtime)
+    assert await node_ids(system_pool, "function:shop/money.py#%")
+    repo.git("rm", "-q", "shop/money.py")
+    repo.commit("money goes")
+    report = await sync_project(runtime)
+    assert report.ingest is not None and report.ingest.removed == ["shop/money.py"]
+    assert await node_ids(system_pool, "%shop/money.py%") == set()
+    for kind in ("CALLS", "IMPORTS", "CONTAINS", "CO_CHANGED"):
+        left = await edges(system_pool, kind)
+        assert not any("shop/money.py" in a or "shop/money.py" in b for a, b in left), kind
+    # the files that imported it were re-linked: their calls to it are now unresolved
+    assert {"shop/orders.py", "shop/payments.py"} <= set(report.ingest.changed)
