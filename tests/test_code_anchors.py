@@ -56,9 +56,9 @@ async def test_neighbours_of_a_method_by_calls_are_its_callers_and_callees(
 ) -> None:
     await ingested_shop(runtime, tmp_path)
     result = await get_entity_neighbors(runtime, "shop/checkout.py:25", edge_types=["CALLS"])
-    assert result["node"]["node_id"] == PAY
-    callers = {e["from_node"] for e in result["edges"] if e["to_node"] == PAY}
-    callees = {e["to_node"] for e in result["edges"] if e["from_node"] == PAY}
+    assert result.node.node_id == PAY
+    callers = {e.from_node for e in result.edges if e.to_node == PAY}
+    callees = {e.to_node for e in result.edges if e.from_node == PAY}
     assert callers == {"function:shop/cli.py#main"}
     assert callees == {
         "function:shop/orders.py#Order.total",
