@@ -16,6 +16,7 @@ from kg.embeddings.cache import query_vector
 from kg.errors import ValidationError
 from kg.projections.graph_reader import EdgeRow, NodeRow
 from kg.ranking import content_factor, copy_of, prior
+from kg.read.code_anchors import is_code_location, resolve_code_anchors
 from kg.read.governed import Admitted, edge_view
 from kg.read.models import (
     GraphPath,
@@ -132,6 +133,8 @@ async def get_entity_neighbors(
     _check_range("depth", depth, 1, 3)
     _check_range("limit", limit, 1, 500)
     async with rt.reader().snapshot() as snap:
+        if is_code_location(node_id):  # ``src/shop/checkout.py:42``: the symbol there
+            node_id = (await resolve_code_anchors(snap.conn, rt.scope, [node_id]))[0]
         governed = await snap.governed()
         start = await governed.start(node_id)
         reached: dict[str, tuple[Admitted, int]] = {}

@@ -85,7 +85,12 @@ def _summary(graph: ContextGraph) -> str:
 async def build_context_graph(
     ctx: KgContext,
     anchors: Annotated[
-        Anchors, Field(description="Node ids to start from, e.g. 'component:checkout'")
+        Anchors,
+        Field(
+            description="Node ids to start from, e.g. 'component:checkout' or "
+            "'function:src/shop/checkout.py#Checkout.pay', or a source location "
+            "'src/shop/checkout.py:42' (the function or class there)"
+        ),
     ] = (),
     task: Annotated[
         QueryStr | None, Field(description="What you are doing, in a sentence or two")
@@ -292,8 +297,12 @@ async def get_node(
 
 async def get_entity_neighbors(
     ctx: KgContext,
-    node_id: Annotated[Id, Field(description="The node to start from")],
-    edge_types: Annotated[NodeIds, Field(description="Only follow these edge types")] = (),
+    node_id: Annotated[
+        Id, Field(description="The node to start from: an id or a source location 'path:line'")
+    ],
+    edge_types: Annotated[
+        NodeIds, Field(description="Only follow these edge types (CALLS: callers and callees)")
+    ] = (),
     depth: Annotated[int, Field(ge=1, le=3, description="Hops")] = 1,
     direction: Annotated[
         Literal["out", "in", "both"], Field(description="Edge direction to follow")

@@ -100,7 +100,8 @@ COMMANDS: dict[str, Lazy] = {
     "ingest": Lazy(
         "kg.cli.ingest",
         "ingest",
-        "Parse Markdown specs into the graph, appending events only for what changed.",
+        "Parse Markdown specs and source code into the graph, appending events only for what "
+        "changed.",
     ),
     "sync": Lazy("kg.cli.ingest", "sync", "Bring the graph up to the current git commit."),
     "lint": Lazy(

@@ -40,14 +40,16 @@ def print_ingest(report: IngestReport) -> None:
 
 def ingest(
     paths: list[Path] = typer.Argument(
-        ..., help="Markdown files or folders (folders: every Markdown file under them)."
+        ...,
+        help="Markdown or source files, or folders (every Markdown and source file under them).",
     ),
     force: bool = typer.Option(
         False, "--force", help="Re-derive every file, even those whose content is unchanged."
     ),
     workers: int = typer.Option(0, help="Parsing processes (0: one per CPU, at most 4)."),
 ) -> None:
-    """Parse Markdown specs into the graph, appending events only for what changed.
+    """Parse Markdown specs and source code into the graph, appending events only for what
+    changed.
 
     The project's policy files (.kg/policies/*.yaml) are applied first, changes only."""
     from kg.events import EventMetadata
@@ -78,8 +80,8 @@ def sync(
 ) -> None:
     """Bring the graph up to the current git commit.
 
-    Only the Markdown files changed since the last synced commit are ingested (found with git
-    diff); a full scan the first time, or outside git.
+    Only the Markdown and source files changed since the last synced commit are ingested
+    (found with git diff); a full scan the first time, or outside git.
     """
     from kg.cli.sync_command import main
 

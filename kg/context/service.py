@@ -18,6 +18,7 @@ from kg.embeddings.base import EmbeddingProvider
 from kg.errors import NotFoundError, ValidationError
 from kg.events import AppendResult, ContextGraphBuilt, ContextGraphUsed, EventMetadata
 from kg.events.base import describe_validation_error
+from kg.read.code_anchors import is_code_location, resolve_code_anchors
 from kg.read.reader import Reader
 from kg.runtime import Runtime
 from kg.validation import MAX_ID_CHARS, check_text, check_texts, clip
@@ -50,6 +51,9 @@ async def build_context_graph(
     """Build a context graph on the current log and record it as ``ContextGraphBuilt``."""
     embedder = rt.embedder if _needs_embedder(request) else None
     async with rt.reader().snapshot() as snap:
+        if any(is_code_location(a) for a in request.anchors):  # ``path:line`` names a symbol
+            anchors = await resolve_code_anchors(snap.conn, rt.scope, request.anchors)
+            request = request.model_copy(update={"anchors": anchors})
         graph = await snap.build(request, embedder)
     graph_id = f"cg_{uuid.uuid4().hex}"
     event = ContextGraphBuilt(

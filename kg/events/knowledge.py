@@ -32,6 +32,8 @@ NODE_TYPES = frozenset(
         "Document",
         "Section",
         "Requirement",
+        "Class",
+        "Method",
     }
 )
 EDGE_TYPES = frozenset(
@@ -52,6 +54,10 @@ EDGE_TYPES = frozenset(
         "PARENT_OF",
         "SUPERSEDES",
         "INFORMED_BY",
+        "IMPORTS",
+        "INHERITS",
+        "IMPLEMENTS",
+        "CO_CHANGED",
     }
 )
 

@@ -30,7 +30,7 @@ PARSER_VERSION = "3"
 SOURCE_KEY = "kg_source"
 STREAM_PREFIX = "doc:"
 _MAX_STREAM = 500
-_EDGE_PROPERTIES = ("raw",)
+_EDGE_PROPERTIES = ("raw", "count")
 
 EdgeKey = tuple[str, str, str]
 
@@ -54,6 +54,9 @@ def schema_fingerprint(schema: SchemaMap) -> str:
     if labels:  # absent when unused, so maps without labels keep their fingerprint
         fields["labels"] = labels
     text = canonical_json(fields)
+    if schema.code_languages or schema.code_exclude or schema.code_history != 500:
+        code = [list(schema.code_languages), list(schema.code_exclude), schema.code_history]
+        text += canonical_json({"code": code})
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -114,8 +117,11 @@ def graph_node(node: ParsedNode, source: dict[str, Any] | None) -> NodeState:
 
 
 def graph_edge(edge: ParsedEdge) -> EdgeState:
+    """The kept properties (not the line: see the module docstring) and the weight (a parsed
+    ``weight`` property, e.g. a co-change strength, else 1.0)."""
     props = edge.properties
-    return EdgeState({k: props[k] for k in _EDGE_PROPERTIES if k in props}, 1.0)
+    weight = float(props.get("weight", 1.0))
+    return EdgeState({k: props[k] for k in _EDGE_PROPERTIES if k in props}, weight)
 
 
 def _is_requirement(node: ParsedNode) -> bool:

@@ -25,7 +25,7 @@ from kg.errors import DatabaseUnavailableError, KgError, SchemaNotReadyError
 from kg.ingest import gitio
 from kg.ingest.hooks import DEFAULT_BACKGROUND_ABOVE, LINT_FAILED, SYNC_SKIPPED
 from kg.ingest.sync_state import STATE_FILE
-from kg.ingest.targets import is_project_markdown
+from kg.ingest.targets import is_project_file
 
 LOG_FILE = "hooks.log"
 _MAX_LOG = 1_000_000
@@ -61,8 +61,8 @@ def pre_commit(root: Path) -> int:
 
 
 def changed_in_head(root: Path) -> int:
-    """Markdown files the sync after this commit will read: those the commit changed, or
-    every tracked one before the first sync (which is a full scan)."""
+    """Markdown and source files the sync after this commit will read: those the commit
+    changed, or every tracked one before the first sync (which is a full scan)."""
     if not (root / ".kg" / STATE_FILE).exists():
         paths = gitio.indexed_files(root)
     else:
@@ -78,7 +78,7 @@ def changed_in_head(root: Path) -> int:
             "HEAD",
         )
         paths = [p.decode("utf-8", "replace") for p in out.split(b"\0") if p]
-    return sum(1 for p in paths if is_project_markdown(p))
+    return sum(1 for p in paths if is_project_file(p))
 
 
 def post_commit(root: Path, background_above: int) -> int:

@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import unquote
 
+from kg.ingest.code.languages import is_source
+from kg.ingest.code.mentions import CodeNames
 from kg.ingest.slugs import MAX_SLUG, slugify
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
@@ -50,10 +52,12 @@ def _join(source_relpath: str, target: str) -> str:
 
 
 def resolve_href(source_relpath: str, href: str) -> LinkTarget | None:
-    """Resolve a Markdown link destination, or None when it is not a link to a Markdown file.
+    """Resolve a Markdown link destination, or None when it is not a link to a Markdown file
+    or a source file (:mod:`kg.ingest.code.languages`).
 
-    External URLs (any ``scheme:`` or ``//host``), links to directories and links to files
-    other than Markdown are ignored. Anchors are lowercased because GitHub slugs always are.
+    External URLs (any ``scheme:`` or ``//host``), links to directories and links to other
+    files are ignored. Anchors are lowercased because GitHub slugs always are; a source file's
+    anchor (``#L12``, a line) is dropped: the link names the file.
 
     Raises:
         LinkEscapesRoot: the path climbs above the project root.
@@ -66,8 +70,10 @@ def resolve_href(source_relpath: str, href: str) -> LinkTarget | None:
     anchor = unquote(fragment).lower()[:MAX_SLUG] or None
     if not path:
         return LinkTarget(source_relpath, anchor) if anchor else None
-    if path.endswith("/") or not is_markdown(path):
+    if path.endswith("/"):
         return None
+    if not is_markdown(path):
+        return LinkTarget(_join(source_relpath, path), None) if is_source(path) else None
     return LinkTarget(_join(source_relpath, path), anchor)
 
 
@@ -76,12 +82,14 @@ class WikiIndex:
 
     Obsidian-style wiki links name a page by stem (case-insensitive) or by a path. The parser
     sees one file at a time, so the caller supplies the file list; without it a bare
-    ``[[page]]`` is taken to be ``page.md`` next to the linking file.
+    ``[[page]]`` is taken to be ``page.md`` next to the linking file. ``code`` (optional) is
+    the project's source files and symbols, for code named in backticks.
     """
 
-    __slots__ = ("_by_stem", "_paths")
+    __slots__ = ("_by_stem", "_paths", "code")
 
-    def __init__(self, relpaths: Iterable[str]) -> None:
+    def __init__(self, relpaths: Iterable[str], code: CodeNames | None = None) -> None:
+        self.code = code
         self._paths: set[str] = set()
         by_stem: defaultdict[str, list[str]] = defaultdict(list)
         previous, ordered = "", True

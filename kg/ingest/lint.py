@@ -15,7 +15,9 @@ from kg.ingest.model import (
 _CHECKED_PREFIXES = ("document:", "section:")
 
 
-def find_dangling(docs: Iterable[ParsedDocument]) -> list[ParseProblem]:
+def find_dangling(
+    docs: Iterable[ParsedDocument], other_files: Iterable[str] = ()
+) -> list[ParseProblem]:
     """Problems across all parsed documents of a project, sorted by file and line.
 
     * a link to a file that was not parsed (``dangling link``), or that was given but could
@@ -25,11 +27,12 @@ def find_dangling(docs: Iterable[ParsedDocument]) -> list[ParseProblem]:
     * a requirement defined by more than one heading.
 
     Requirement nodes are shared by design (every mentioning file emits one), so they are not
-    duplicates. Only links to documents and sections are checked.
+    duplicates. Only links to documents and sections are checked; ``other_files`` are the
+    project's files that exist without being parsed here (source files a spec links to).
     """
     documents = list(docs)
     unreadable = {doc.path for doc in documents if not doc.nodes}
-    where: dict[str, tuple[str, int]] = {}
+    where: dict[str, tuple[str, int]] = {f"document:{path}": (path, 1) for path in other_files}
     problems: list[ParseProblem] = []
     for doc in documents:
         for node in doc.nodes:

@@ -168,6 +168,8 @@ class _Builder:
             elif token.type == "inline":
                 line = token.map[0] + 1 if token.map else 1
                 self._scan_requirements(token.content, line, current, defined)
+                if self.wiki_index is not None and self.wiki_index.code:
+                    self._scan_code(token.content, line, current)
                 if token.children:
                     self._scan_links(token.children, line, current)
 
@@ -213,6 +215,22 @@ class _Builder:
                 continue
             req = self._requirement(match.canonical, line)
             self._edge(REFERENCES, owner, req, {"line": line, "raw": match.raw})
+
+    def _scan_code(self, content: str, line: int, owner: str) -> None:
+        """Source files and symbols named in inline code (:mod:`kg.ingest.code.mentions`)."""
+        assert self.wiki_index is not None and self.wiki_index.code is not None
+        for mention in self.wiki_index.code.find(content):
+            at = line + content.count("\n", 0, mention.offset)
+            if len(mention.targets) == 1:
+                self._edge(REFERENCES, owner, mention.targets[0], {"line": at, "raw": mention.raw})
+                continue
+            shown = ", ".join(mention.targets[:3]) + (", ..." if len(mention.targets) > 3 else "")
+            self._problem(
+                at,
+                f"`{mention.raw}` names {len(mention.targets)} symbols ({shown}); not linked: "
+                f"name it with its file, e.g. `{mention.targets[0].partition(':')[2]}`",
+                "warning",
+            )
 
     def _scan_links(self, children: list[Token], line: int, owner: str) -> None:
         """Links and wiki links in one tokenised inline run; ``line`` is 1-based."""

@@ -29,6 +29,11 @@ from kg.events import EventMetadata, NodeRetired, PendingEvent
 from kg.events.multi import StreamEvent, append_multi
 from kg.events.store import MAX_BATCH
 from kg.ingest import bulk, state
+from kg.ingest.code import state as code_state
+from kg.ingest.code.history import History, read_history
+from kg.ingest.code.languages import is_source, language_of, path_skip_reason
+from kg.ingest.code.mentions import CodeNames, named_in
+from kg.ingest.code.stage import CodeRun, CodeStage, Reader, code_fingerprint_salt
 from kg.ingest.diff import (
     FileChange,
     ProjectedFile,
@@ -50,6 +55,7 @@ from kg.ingest.tenure import Tenure
 from kg.runtime import Runtime
 
 CHUNK_FILES = 256
+CODE_POOL_MIN_FILES = 200
 TXN_EVENTS = 20_000
 POOL_MIN_FILES = 400
 _RETRIES = 3
@@ -105,8 +111,53 @@ class Pipeline:
         self.tenure = Tenure()
         self._embedded_before = 0
         self._settled: set[str] = set()  # files whose outcome is recorded (see _apply)
+        self.code_salt = code_fingerprint_salt()
+        self.history = History()
+        self._unchanged: set[str] = set()
+        self._extra_specs: list[str] = []  # specs re-parsed because code they name changed
+
+    def _fingerprint(self, rel: str, content_hash: str) -> str:
+        """Source files add the code parser's version and their git facts to the schema's
+        fingerprint: a file whose history changed is re-derived like an edited one."""
+        salt = self.code_salt + self.history.salt(rel) if is_source(rel) else ""
+        return file_fingerprint(content_hash, self.schema_fp + salt)
+
+    async def _read_history(self) -> None:
+        """Git facts for the run's source files; the files that changed together with them
+        join the run, so their co-change edges follow (an incremental sync names only the
+        files of the new commits)."""
+        sources = [rel for rel in self.targets.files if is_source(rel)]
+        if not sources:
+            return
+        self.history = await asyncio.to_thread(read_history, self.root, self.schema.code_history)
+        listed = set(self.targets.files)
+        for rel in sources:
+            for other, _, _ in self.history.partners(rel):
+                language = language_of(other)
+                if other in listed or language is None or path_skip_reason(other) is not None:
+                    continue
+                skip = self.schema.code_skip_reason(other, language)
+                if skip is None and (self.root / other).is_file():
+                    listed.add(other)
+                    self.targets.files.append(other)
+
+    def _skip_by_path(self) -> None:
+        """Vendored and generated source files are not read (counted in the summary)."""
+        kept: list[str] = []
+        for rel in self.targets.files:
+            language = language_of(rel)
+            reason = None
+            if language is not None:
+                reason = path_skip_reason(rel) or self.schema.code_skip_reason(rel, language)
+            if reason is None:
+                kept.append(rel)
+            else:
+                self.report.skipped.setdefault(reason, []).append(rel)
+        self.targets.files = kept
 
     async def run(self) -> IngestReport:
+        self._skip_by_path()
+        await self._read_history()
         texts, problems = await asyncio.to_thread(_read_all, self.root, self.targets.files)
         self.report.problems += problems
         self.report.failed += [p.path for p in problems]
@@ -145,9 +196,10 @@ class Pipeline:
             rel
             for rel, text in texts.items()
             if self.options.force
-            or stored.get(document_id(rel)) != file_fingerprint(_text_hash(text), self.schema_fp)
+            or stored.get(document_id(rel)) != self._fingerprint(rel, _text_hash(text))
         ]
         self.report.unchanged = len(texts) - len(changed)
+        self._unchanged = set(texts) - set(changed)
         known = set(ingested)
         removed = {r for r in self.targets.missing if r in known}
         if self.options.report_missing:
@@ -166,8 +218,16 @@ class Pipeline:
     # -- 2./3. parse, diff, append --------------------------------------------------------
 
     async def _write(self, changed: list[str], removed: list[str], texts: dict[str, str]) -> None:
-        index = WikiIndex(await asyncio.to_thread(discover_markdown, self.root))
+        specs = await asyncio.to_thread(discover_markdown, self.root)
         workers = self.options.workers or min(4, os.cpu_count() or 1)
+        code = [rel for rel in changed if is_source(rel)]
+        changed = [rel for rel in changed if not is_source(rel)]
+        run = None
+        if code or any(is_source(rel) for rel in removed):
+            run = await self._write_code(code, removed, texts, set(specs), workers)
+            changed += [p for p in self._extra_specs if p not in changed]
+        names = await self._code_names(run, [texts[r] for r in changed]) if changed else None
+        index = WikiIndex(specs, names)
         pool: Executor | None = None
         if workers > 1 and len(changed) >= POOL_MIN_FILES:
             pool = parsing_pool(self.root, self.schema, index, workers)
@@ -198,6 +258,77 @@ class Pipeline:
         finally:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)
+
+    async def _code_names(self, run: CodeRun | None, specs: list[str]) -> CodeNames | None:
+        """The repository's source files and the symbols the ``specs`` (texts) may name in
+        inline code: the graph's, with those of the files linked in this run instead."""
+        read = Reader(self.rt.app_pool, self.scope)
+        paths, entries = await read(sorted(named_in(specs)), [])
+        ids = [e.node_id for e in entries]
+        if run is not None:
+            replaced = run.linked_paths | set(run.removed_paths)
+            ids = [e.node_id for e in entries if e.file_path not in replaced] + run.symbol_ids
+            paths = sorted(run.paths)
+        return CodeNames(paths, ids) if paths else None
+
+    async def _write_code(
+        self,
+        changed: list[str],
+        removed: list[str],
+        texts: dict[str, str],
+        specs: set[str],
+        workers: int,
+    ) -> CodeRun:
+        """Parse and link the changed source files as one batch (linking needs them all),
+        then diff and append them in chunks like Markdown files. Returns the repository's
+        code names for the specs; specs that name a symbol or file that came or went are
+        added to the run (``texts``), so their REFERENCES follow."""
+        stage = CodeStage(
+            self.root, self.scope, self.schema.requirement_prefixes, specs, self.history
+        )
+        pool = None
+        if workers > 1 and len(changed) >= CODE_POOL_MIN_FILES:
+            from concurrent.futures import ProcessPoolExecutor
+
+            pool = ProcessPoolExecutor(workers)
+        read = Reader(self.rt.app_pool, self.scope)
+        try:
+            docs = await stage.link(
+                read, texts, changed, [r for r in removed if is_source(r)], pool
+            )
+        finally:
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)
+        for rel in changed:
+            texts.pop(rel, None)
+        run = stage.run
+        self.report.calls.add(run.stats)
+        for reason, paths in run.skipped.items():
+            self.report.skipped.setdefault(reason, []).extend(paths)
+        self.report.problems += run.problems
+        self.report.failed += [p.path for p in run.problems]
+        self.report.unchanged -= len(run.relinked)
+        if docs and self.options.catch_up:
+            await self.projector.plan(sum(len(d.nodes) for d in docs))
+        for i in range(0, len(docs), CHUNK_FILES):
+            chunk = docs[i : i + CHUNK_FILES]
+            await self._apply([(d.path, d) for d in chunk])
+            self.tenure.settle()
+        await self._specs_naming(read, sorted(run.touched), texts)
+        return run
+
+    async def _specs_naming(self, read: Reader, names: list[str], texts: dict[str, str]) -> None:
+        """Specs that name any of ``names`` join the run's changed Markdown files."""
+        if not names:
+            return
+        async with state.scoped(self.rt.app_pool, self.scope) as conn:
+            paths = await code_state.specs_mentioning(conn, self.scope, names)
+        extra = [p for p in paths if p not in texts and (self.root / p).is_file()]
+        more, problems = await asyncio.to_thread(_read_all, self.root, extra)
+        self.report.problems += problems
+        texts.update(more)
+        self.report.unchanged -= len([p for p in more if p in self._unchanged])
+        self._extra_specs = sorted(more)
 
     async def _apply(self, items: list[tuple[str, ParsedDocument | None]]) -> None:
         usable: list[tuple[str, ParsedDocument | None]] = []
@@ -265,7 +396,7 @@ class Pipeline:
             source = {
                 "path": rel,
                 "sha256": doc.content_hash,
-                "fingerprint": file_fingerprint(doc.content_hash, self.schema_fp),
+                "fingerprint": self._fingerprint(rel, doc.content_hash),
             }
         reason = f"{rel} was removed" if doc is None else f"no longer in {rel}"
         known_before = set(self.known_requirements)

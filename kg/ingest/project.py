@@ -23,6 +23,11 @@ def discover_markdown(root: Path) -> list[str]:
     Hidden folders (``.git``, ``.venv``, ...) and :data:`SKIPPED_DIRS` are not entered and
     symlinked folders are not followed, so the walk stays inside the project.
     """
+    return discover_files(root, MARKDOWN_SUFFIXES)
+
+
+def discover_files(root: Path, suffixes: tuple[str, ...]) -> list[str]:
+    """:func:`discover_markdown` for any file names ending with ``suffixes`` (lowercased)."""
     base = os.path.abspath(root)
     found: list[str] = []
     for folder, dirs, files in os.walk(base):
@@ -30,7 +35,7 @@ def discover_markdown(root: Path) -> list[str]:
         # Plain string joins, not Path objects: a one-file sync walks the whole project.
         rel = os.path.relpath(folder, base).replace(os.sep, "/")
         prefix = "" if rel == "." else rel + "/"
-        found += [prefix + name for name in files if name.lower().endswith(MARKDOWN_SUFFIXES)]
+        found += [prefix + name for name in files if name.lower().endswith(suffixes)]
     return sorted(found)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from kg.ingest.code.resolve import CallStats
 from kg.ingest.model import ParseProblem
 
 
@@ -29,6 +30,9 @@ class IngestReport:
     projected: int = 0
     embedded: int = 0
     problems: list[ParseProblem] = field(default_factory=list)
+    # Source files left out on purpose, by reason (vendored, generated, minified).
+    skipped: dict[str, list[str]] = field(default_factory=dict)
+    calls: CallStats = field(default_factory=CallStats)
     seconds: float = 0.0
     catch_up_seconds: float = 0.0  # of ``seconds``: waiting for projections after appending
 
@@ -51,6 +55,11 @@ class IngestReport:
         )
         if self.first_position is not None:
             text += f" at positions {self.first_position}..{self.last_position}"
+        if self.skipped:
+            counts = ", ".join(f"{len(v)} {k}" for k, v in sorted(self.skipped.items()))
+            text += f"; skipped {counts}"
+        if self.calls.resolved or self.calls.unresolved:
+            text += f"; {self.calls.summary()}"
         return text
 
     def to_dict(self) -> dict[str, Any]:
@@ -82,7 +91,7 @@ class SyncReport:
         else:
             head = (
                 f"incremental {_short(self.from_commit)}..{_short(self.to_commit)}: "
-                f"{len(self.paths)} Markdown files changed"
+                f"{len(self.paths)} Markdown or source files changed"
             )
         text = head if self.ingest is None else f"{head}; {self.ingest.summary()}"
         return f"{text}; {self.policies}" if self.policies else text

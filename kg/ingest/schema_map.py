@@ -15,6 +15,10 @@ A schema map is a YAML file, ``.kg/schema.yaml`` or ``kg-schema.yaml`` in the pr
     labels:                      # labels by path, for policies to select (kg.policies)
       - paths: ["docs/legal/**"]
         labels: [secret]
+    code:                        # source files (default: every supported language, anywhere)
+      languages: [python, typescript]
+      exclude: ["**/fixtures/**"]
+      history: 500               # commits read for git facts and co-change; 0: none
 
 ``paths`` and ``front_matter_type`` type documents; ``headings`` type sections. A front matter
 match beats a path match (the author said so explicitly); otherwise the first matching rule
@@ -39,7 +43,8 @@ SCHEMA_FILES = (".kg/schema.yaml", "kg-schema.yaml")
 # The event layer's node type pattern (kg.events.knowledge): CamelCase letters and digits.
 _TYPE_NAME = re.compile(r"^[A-Z][A-Za-z0-9]{0,63}$")
 _PREFIX = re.compile(r"^[A-Za-z]+$")
-_TOP_KEYS = {"version", "include_defaults", "requirement_prefixes", "rules", "labels"}
+_TOP_KEYS = {"version", "include_defaults", "requirement_prefixes", "rules", "labels", "code"}
+_CODE_KEYS = {"languages", "exclude", "history"}
 _RULE_KEYS = {"type", "paths", "front_matter_type", "headings"}
 _LABEL_KEYS = {"paths", "labels"}
 #: What a label may be (front matter or schema map): policies select nodes by it.
@@ -129,6 +134,9 @@ class SchemaMap:
     requirement_prefixes: tuple[str, ...] = DEFAULT_PREFIXES
     source: str = "<built-in default>"
     label_rules: tuple[LabelRule, ...] = ()
+    code_languages: tuple[str, ...] = ()  # empty: every supported language
+    code_exclude: tuple[str, ...] = ()
+    code_history: int = 500
     requirements: RequirementMatcher = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -153,6 +161,14 @@ class SchemaMap:
 
     def section_type(self, heading: str) -> str | None:
         return next((r.node_type for r in self.rules if r.matches_heading(heading)), None)
+
+    def code_skip_reason(self, relpath: str, language: str) -> str | None:
+        """Why the schema map leaves a source file out, or None when it is parsed."""
+        if self.code_languages and language not in self.code_languages:
+            return "language not enabled in the schema map"
+        if any(glob_to_regex(g).fullmatch(relpath) for g in self.code_exclude):
+            return "excluded by the schema map"
+        return None
 
 
 DEFAULT_SCHEMA = SchemaMap()
@@ -217,7 +233,16 @@ def parse_schema_map(text: str, source: str) -> SchemaMap:
     if not isinstance(raw_labels, list):
         raise fail("labels", "expected a list of {paths, labels} entries")
     labels = [_label_rule(raw, f"labels[{i}]", source) for i, raw in enumerate(raw_labels)]
-    return SchemaMap(tuple(rules), prefixes, source, tuple(labels))
+    languages, exclude, history = _code(data.get("code", {}), source)
+    return SchemaMap(
+        tuple(rules),
+        prefixes,
+        source,
+        tuple(labels),
+        code_languages=languages,
+        code_exclude=exclude,
+        code_history=history,
+    )
 
 
 def _label_rule(raw: Any, where: str, source: str) -> LabelRule:
@@ -229,6 +254,28 @@ def _label_rule(raw: Any, where: str, source: str) -> LabelRule:
         if not LABEL.match(label):
             raise _error(source, f"{where}.labels", f"{label!r} is not valid: {LABEL_RULE}")
     return LabelRule(paths, labels)
+
+
+def _code(raw: Any, source: str) -> tuple[tuple[str, ...], tuple[str, ...], int]:
+    from kg.ingest.code.languages import LANGUAGES
+
+    if not isinstance(raw, dict):
+        raise _error(source, "code", "expected a mapping (languages, exclude, history)")
+    unknown = sorted(str(k) for k in raw if k not in _CODE_KEYS)
+    if unknown:
+        raise _error(source, "code", f"unknown key(s) {unknown}; allowed: {sorted(_CODE_KEYS)}")
+    languages = _strings(raw.get("languages", []), "code.languages", source)
+    supported = sorted(set(LANGUAGES.values()))
+    for language in languages:
+        if language not in supported:
+            raise _error(
+                source, "code.languages", f"{language!r} is not supported; choose from {supported}"
+            )
+    exclude = _strings(raw.get("exclude", []), "code.exclude", source)
+    history = raw.get("history", 500)
+    if not isinstance(history, int) or isinstance(history, bool) or not 0 <= history <= 100_000:
+        raise _error(source, "code.history", "expected a number of commits from 0 to 100000")
+    return languages, exclude, history
 
 
 def _rule(raw: Any, where: str, source: str) -> TypeRule:

@@ -16,15 +16,16 @@ from pathlib import Path
 
 from kg.events import EventMetadata
 from kg.ingest import gitio
+from kg.ingest.code.languages import SOURCE_SUFFIXES
 from kg.ingest.lint import find_dangling
 from kg.ingest.model import ParseProblem, document_id
 from kg.ingest.pipeline import Options, Pipeline
-from kg.ingest.project import parse_project
+from kg.ingest.project import discover_files, parse_project
 from kg.ingest.report import IngestReport, SyncReport
 from kg.ingest.schema_map import SCHEMA_FILES, load_schema_map
 from kg.ingest.state import holds_mark, log_mark, scoped
 from kg.ingest.sync_state import Synced, last_synced, record_synced, state_key, sync_lock
-from kg.ingest.targets import Targets, is_project_markdown, resolve_targets
+from kg.ingest.targets import Targets, is_project_file, resolve_targets
 from kg.runtime import Runtime
 
 
@@ -134,7 +135,7 @@ async def sync_project(
             report = await _run(rt, targets, Options(metadata=meta))
             result = SyncReport("full", last, head, reason=reason, ingest=report)
         else:
-            paths = sorted({c.path for c in changes if is_project_markdown(c.path)})
+            paths = sorted({c.path for c in changes if is_project_file(c.path)})
             targets = await asyncio.to_thread(resolve_targets, root, paths)
             await _require_ingest(rt, who, targets, meta)
             report = await _run(rt, targets, Options(metadata=meta, report_missing=False))
@@ -204,7 +205,8 @@ def lint_files(
 
     schema = load_schema_map(root)
     docs = parse_project(root, schema=schema, workers=workers)
-    problems = [p for doc in docs for p in doc.problems] + find_dangling(docs)
+    sources = discover_files(root, SOURCE_SUFFIXES)
+    problems = [p for doc in docs for p in doc.problems] + find_dangling(docs, sources)
     policies = lint_policy_files(load_policy_files(root), docs)
     if paths is not None:
         folder = policy_folder(root)

@@ -71,20 +71,31 @@ async def ingested_documents(conn: asyncpg.Connection, scope: Scope) -> list[str
 async def projected_files(
     conn: asyncpg.Connection, scope: Scope, doc_ids: Sequence[str]
 ) -> dict[str, ProjectedFile]:
-    """For each document id: its node, the sections it CONTAINS, and the edges leaving them."""
+    """For each document id: its node, the sections (or, for a source file, the classes and
+    functions) it CONTAINS, and the edges leaving them."""
     files: dict[str, ProjectedFile] = {doc: ProjectedFile() for doc in doc_ids}
     owner: dict[str, str] = {doc: doc for doc in doc_ids}
-    for chunk in _chunks(doc_ids):
-        rows = await conn.fetch(
-            "SELECT from_node, to_node FROM kg_edges WHERE tenant_id = $1 AND project_id = $2 "
-            "AND from_node = ANY($3::text[]) AND edge_type = $4 AND to_node LIKE 'section:%'",
-            scope.tenant_id,
-            scope.project_id,
-            chunk,
-            CONTAINS,
-        )
-        for r in rows:
-            owner.setdefault(r["to_node"], r["from_node"])
+    parents = list(doc_ids)
+    while parents:  # sections, or a source file's symbols and then their members
+        classes: list[str] = []
+        for chunk in _chunks(parents):
+            rows = await conn.fetch(
+                "SELECT from_node, to_node FROM kg_edges WHERE tenant_id = $1 "
+                "AND project_id = $2 AND from_node = ANY($3::text[]) AND edge_type = $4 "
+                "AND (to_node LIKE 'section:%' OR to_node LIKE 'class:%' "
+                "OR to_node LIKE 'function:%')",
+                scope.tenant_id,
+                scope.project_id,
+                chunk,
+                CONTAINS,
+            )
+            for r in rows:
+                child = r["to_node"]
+                if child not in owner:
+                    owner[child] = owner[r["from_node"]]
+                    if child.startswith("class:"):
+                        classes.append(child)
+        parents = classes
     ids = list(owner)
     for chunk in _chunks(ids):
         rows = await conn.fetch(

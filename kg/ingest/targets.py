@@ -9,11 +9,22 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kg.ingest.code.languages import SOURCE_SUFFIXES, is_source
 from kg.ingest.files import absolute_path, project_relpath
-from kg.ingest.links import is_markdown
+from kg.ingest.links import MARKDOWN_SUFFIXES, is_markdown
 from kg.ingest.model import ParseProblem
-from kg.ingest.project import SKIPPED_DIRS, discover_markdown
+from kg.ingest.project import SKIPPED_DIRS, discover_files
 from kg.validation import MAX_PATH_CHARS, clip, unstorable_reason
+
+_INGESTED = MARKDOWN_SUFFIXES + SOURCE_SUFFIXES
+_NOT_INGESTIBLE = (
+    "refused: neither Markdown (.md, .markdown) nor source code of a supported language"
+)
+
+
+def is_ingestible(relpath: str) -> bool:
+    """Markdown (specs) or source code of a supported language."""
+    return is_markdown(relpath) or is_source(relpath)
 
 
 @dataclass(slots=True)
@@ -34,8 +45,15 @@ class Targets:
 
 def is_project_markdown(relpath: str) -> bool:
     """A Markdown file a project scan would find (not in a hidden or skipped folder)."""
-    if not is_markdown(relpath):
-        return False
+    return is_markdown(relpath) and _in_scanned_folder(relpath)
+
+
+def is_project_file(relpath: str) -> bool:
+    """A Markdown or source file a project scan would find."""
+    return is_ingestible(relpath) and _in_scanned_folder(relpath)
+
+
+def _in_scanned_folder(relpath: str) -> bool:
     folders = posixpath.dirname(relpath).split("/") if "/" in relpath else []
     return not any(p.startswith(".") or p in SKIPPED_DIRS for p in folders)
 
@@ -87,16 +105,14 @@ def _resolve_one(
         )
     elif full.is_dir():
         targets.folders.append(rel)
-        for found in discover_markdown(full):
+        for found in discover_files(full, _INGESTED):
             add(posixpath.join(rel, found) if rel else found)
     elif full.exists() or full.is_symlink():
-        if is_markdown(rel):
+        if is_ingestible(rel):
             add(rel)
         else:
-            targets.problems.append(
-                ParseProblem(rel, 1, "refused: not a Markdown file (.md or .markdown)")
-            )
-    elif is_markdown(rel):
+            targets.problems.append(ParseProblem(rel, 1, _NOT_INGESTIBLE))
+    elif is_ingestible(rel):
         targets.missing.append(rel)
     else:
         targets.problems.append(ParseProblem(rel, 1, "no such file or folder"))

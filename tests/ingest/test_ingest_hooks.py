@@ -97,7 +97,7 @@ async def test_post_commit_syncs_the_commit_into_the_graph(
     assert await documents(system_pool, scope) == {"document:docs/a.md", "document:docs/b.md"}
     log = (repo.root / ".kg/hooks.log").read_text()
     assert "sync: full scan (first sync of this database and scope)" in log
-    assert "sync: incremental" in log and "1 Markdown files changed" in log
+    assert "sync: incremental" in log and "1 Markdown or source files changed" in log
 
 
 def test_post_commit_fails_open_with_the_database_unreachable(repo: Repo) -> None:

@@ -13,6 +13,7 @@ from kg.ingest import (
     parse_project,
     parse_text,
 )
+from kg.ingest.service import lint_files
 
 Writer = Callable[[str, str | bytes], Path]
 
@@ -82,4 +83,17 @@ def test_link_to_an_unreadable_file_says_so() -> None:
     assert [str(p) for p in find_dangling([doc, broken])] == [
         "a.md:2: link (b.md#c) to b.md, which could not be parsed",
         "a.md:2: link (b.md) to b.md, which could not be parsed",
+    ]
+
+
+def test_a_link_to_a_source_file_is_checked_against_the_project_files(
+    tmp_path: Path, write: Writer
+) -> None:
+    write("src/shop/checkout.py", "def pay() -> None:\n    pass\n")
+    write(
+        "docs/a.md",
+        "# A\n[pay](../src/shop/checkout.py#L1) and [gone](../src/shop/refund.py)\n",
+    )
+    assert [str(p) for p in lint_files(tmp_path)] == [
+        "docs/a.md:2: dangling link (../src/shop/refund.py): no file src/shop/refund.py"
     ]

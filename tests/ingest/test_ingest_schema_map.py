@@ -160,3 +160,30 @@ def test_labels_come_from_front_matter_and_from_the_schema_map_by_path() -> None
     ]
     elsewhere = parse_text("docs/prd.md", "# PRD\n", schema)
     assert elsewhere.nodes[0].labels == ("Document",)
+
+
+def test_the_code_section_chooses_languages_exclusions_and_history() -> None:
+    schema = parse_schema_map(
+        "code:\n  languages: [python]\n  exclude: ['tests/fixtures/**']\n  history: 50\n", "s.yaml"
+    )
+    assert (schema.code_languages, schema.code_exclude, schema.code_history) == (
+        ("python",),
+        ("tests/fixtures/**",),
+        50,
+    )
+    assert schema.code_skip_reason("src/a.py", "python") is None
+    assert schema.code_skip_reason("web/a.ts", "typescript") == (
+        "language not enabled in the schema map"
+    )
+    assert schema.code_skip_reason("tests/fixtures/x/a.py", "python") == (
+        "excluded by the schema map"
+    )
+
+
+def test_a_bad_code_section_names_the_field_and_the_choices() -> None:
+    with pytest.raises(ValidationError, match=r"s.yaml: code.languages: 'cobol' is not supported"):
+        parse_schema_map("code:\n  languages: [cobol]\n", "s.yaml")
+    with pytest.raises(ValidationError, match=r"s.yaml: code.history: expected a number"):
+        parse_schema_map("code:\n  history: lots\n", "s.yaml")
+    with pytest.raises(ValidationError, match=r"s.yaml: code: unknown key\(s\) \['paths'\]"):
+        parse_schema_map("code:\n  paths: [src]\n", "s.yaml")

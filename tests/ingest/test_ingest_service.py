@@ -260,7 +260,10 @@ async def test_bad_input_is_reported_with_file_and_reason_and_the_rest_is_ingest
         m.startswith("docs/ok.md:2: link target '../../../secret.md' is outside") for m in messages
     )
     assert any("secret.md is outside the project root" in m for m in messages)
-    assert "docs/notes.txt:1: refused: not a Markdown file (.md or .markdown)" in messages
+    assert (
+        "docs/notes.txt:1: refused: neither Markdown (.md, .markdown) nor source code of a "
+        "supported language" in messages
+    )
     assert "nope.md:1: no such file (and nothing ingested from it)" in messages
     graph = await nodes(system_pool, scope)
     assert "document:docs/ok.md" in graph
