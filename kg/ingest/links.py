@@ -17,7 +17,7 @@ from urllib.parse import unquote
 
 from kg.ingest.slugs import MAX_SLUG, slugify
 
-MARKDOWN_SUFFIXES = (".md", ".markdown")
+MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdc")  # .mdc: Cursor rules
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 
 

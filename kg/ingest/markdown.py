@@ -17,6 +17,7 @@ from typing import Any
 
 from markdown_it.token import Token
 
+from kg.directives.nodes import with_directives
 from kg.ingest.files import DEFAULT_MAX_BYTES, project_relpath, read_markdown_file
 from kg.ingest.front_matter import FrontMatterError, parse_front_matter
 from kg.ingest.links import (
@@ -99,13 +100,14 @@ def parse_text(
     source = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     builder = _Builder(relpath, source, schema, wiki_index)
     builder.run()
-    return ParsedDocument(
+    doc = ParsedDocument(
         relpath,
         content_hash,
         tuple(builder.nodes()),
         tuple(builder.edges.values()),
         tuple(builder.problems),
     )
+    return with_directives(doc, source, schema.directives)  # rule files: their directives
 
 
 @dataclass(slots=True)

@@ -32,6 +32,7 @@ from typing import Any
 
 import yaml
 
+from kg.directives.config import DEFAULT_CONFIG, DirectiveConfig, parse_directive_config
 from kg.errors import ValidationError
 from kg.ingest.requirements import DEFAULT_PREFIXES, RequirementMatcher
 
@@ -39,7 +40,7 @@ SCHEMA_FILES = (".kg/schema.yaml", "kg-schema.yaml")
 # The event layer's node type pattern (kg.events.knowledge): CamelCase letters and digits.
 _TYPE_NAME = re.compile(r"^[A-Z][A-Za-z0-9]{0,63}$")
 _PREFIX = re.compile(r"^[A-Za-z]+$")
-_TOP_KEYS = {"version", "include_defaults", "requirement_prefixes", "rules", "labels"}
+_TOP_KEYS = {"version", "include_defaults", "requirement_prefixes", "rules", "labels", "directives"}
 _RULE_KEYS = {"type", "paths", "front_matter_type", "headings"}
 _LABEL_KEYS = {"paths", "labels"}
 #: What a label may be (front matter or schema map): policies select nodes by it.
@@ -129,6 +130,7 @@ class SchemaMap:
     requirement_prefixes: tuple[str, ...] = DEFAULT_PREFIXES
     source: str = "<built-in default>"
     label_rules: tuple[LabelRule, ...] = ()
+    directives: DirectiveConfig = DEFAULT_CONFIG  # rule statements (kg.directives.config)
     requirements: RequirementMatcher = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -217,7 +219,8 @@ def parse_schema_map(text: str, source: str) -> SchemaMap:
     if not isinstance(raw_labels, list):
         raise fail("labels", "expected a list of {paths, labels} entries")
     labels = [_label_rule(raw, f"labels[{i}]", source) for i, raw in enumerate(raw_labels)]
-    return SchemaMap(tuple(rules), prefixes, source, tuple(labels))
+    directives = parse_directive_config(data.get("directives"), source)
+    return SchemaMap(tuple(rules), prefixes, source, tuple(labels), directives)
 
 
 def _label_rule(raw: Any, where: str, source: str) -> LabelRule:

@@ -71,13 +71,15 @@ async def ingested_documents(conn: asyncpg.Connection, scope: Scope) -> list[str
 async def projected_files(
     conn: asyncpg.Connection, scope: Scope, doc_ids: Sequence[str]
 ) -> dict[str, ProjectedFile]:
-    """For each document id: its node, the sections it CONTAINS, and the edges leaving them."""
+    """For each document id: its node, the sections (and a rule file's directives) it
+    CONTAINS, and the edges leaving them."""
     files: dict[str, ProjectedFile] = {doc: ProjectedFile() for doc in doc_ids}
     owner: dict[str, str] = {doc: doc for doc in doc_ids}
     for chunk in _chunks(doc_ids):
         rows = await conn.fetch(
             "SELECT from_node, to_node FROM kg_edges WHERE tenant_id = $1 AND project_id = $2 "
-            "AND from_node = ANY($3::text[]) AND edge_type = $4 AND to_node LIKE 'section:%'",
+            "AND from_node = ANY($3::text[]) AND edge_type = $4 "
+            "AND (to_node LIKE 'section:%' OR to_node LIKE 'directive:%')",
             scope.tenant_id,
             scope.project_id,
             chunk,

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kg.directives.nodes import RULE_FOLDERS, is_rule_path
 from kg.ingest.files import absolute_path, project_relpath
 from kg.ingest.links import is_markdown
 from kg.ingest.model import ParseProblem
@@ -37,6 +38,8 @@ def is_project_markdown(relpath: str) -> bool:
     if not is_markdown(relpath):
         return False
     folders = posixpath.dirname(relpath).split("/") if "/" in relpath else []
+    if folders and folders[0] in RULE_FOLDERS and is_rule_path(relpath):
+        folders = folders[1:]
     return not any(p.startswith(".") or p in SKIPPED_DIRS for p in folders)
 
 
