@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from kg.directives.config import DirectiveConfig
-from kg.directives.globs import glob_matches
+from kg.directives.files import is_rule_path
 from kg.directives.model import (
     ABOUT,
     APPLIES_TO,
@@ -33,26 +33,7 @@ from kg.ingest.front_matter import FrontMatterError, parse_front_matter
 from kg.ingest.model import CONTAINS, ParsedDocument, ParsedEdge, ParsedNode, ParseProblem
 
 RULE_TYPE = "Rule"
-#: Files agents read their rules from, besides what the schema map types ``Rule``.
-RULE_FILES: tuple[str, ...] = (
-    "AGENTS.md",
-    "**/AGENTS.md",
-    "CLAUDE.md",
-    "**/CLAUDE.md",
-    "GEMINI.md",
-    ".cursor/rules/**/*.mdc",
-    ".cursor/rules/**/*.md",
-    ".github/copilot-instructions.md",
-    ".github/instructions/**/*.md",
-    "docs/rules/**/*.md",
-)
-#: Hidden folders a project scan enters, for their rule files only.
-RULE_FOLDERS = frozenset({".cursor", ".github"})
 MAX_NAME = 200
-
-
-def is_rule_path(relpath: str) -> bool:
-    return any(glob_matches(g, relpath) for g in RULE_FILES)
 
 
 def with_directives(doc: ParsedDocument, source: str, config: DirectiveConfig) -> ParsedDocument:

@@ -17,7 +17,6 @@ from typing import Any
 
 from markdown_it.token import Token
 
-from kg.directives.nodes import with_directives
 from kg.ingest.files import DEFAULT_MAX_BYTES, project_relpath, read_markdown_file
 from kg.ingest.front_matter import FrontMatterError, parse_front_matter
 from kg.ingest.links import (
@@ -107,7 +106,10 @@ def parse_text(
         tuple(builder.edges.values()),
         tuple(builder.problems),
     )
-    return with_directives(doc, source, schema.directives)  # rule files: their directives
+    # Rule files gain their directives (imported here: kg.directives builds on kg.ingest.model).
+    from kg.directives.nodes import with_directives
+
+    return with_directives(doc, source, schema.directives)
 
 
 @dataclass(slots=True)

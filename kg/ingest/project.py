@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import Executor
 from pathlib import Path
 
-from kg.directives.nodes import RULE_FOLDERS, is_rule_path
+from kg.directives.files import RULE_FOLDERS, is_rule_path
 from kg.ingest.files import DEFAULT_MAX_BYTES, project_relpath
 from kg.ingest.links import MARKDOWN_SUFFIXES, WikiIndex
 from kg.ingest.markdown import parse_markdown, parse_text

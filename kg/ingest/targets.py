@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kg.directives.nodes import RULE_FOLDERS, is_rule_path
+from kg.directives.files import RULE_FOLDERS, is_rule_path
 from kg.ingest.files import absolute_path, project_relpath
 from kg.ingest.links import is_markdown
 from kg.ingest.model import ParseProblem

@@ -1,0 +1,128 @@
+"""The project's directives as the ranking needs them, read once per projection position.
+
+A ``query_directives`` call must stay within milliseconds at thousands of directives, so the
+directive rows (text, scope, embedding) are read in one query and kept per (pool, tenant,
+project, kg_nodes checkpoint): a call costs one checkpoint lookup until the graph changes.
+Policies are not cached here; they are evaluated per call (:mod:`kg.directives.service`).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+import numpy as np
+import numpy.typing as npt
+
+from kg.config import Scope
+from kg.directives.model import DIRECTIVE
+
+_ROWS = """
+SELECT n.node_id, n.content, n.properties, n.labels, n.embedding::text AS embedding,
+       ARRAY(SELECT g.to_node FROM kg_edges g
+              WHERE g.tenant_id = n.tenant_id AND g.project_id = n.project_id
+                AND g.from_node = n.node_id AND g.edge_type = 'GOVERNED_BY'
+              ORDER BY g.to_node) AS governed_by
+  FROM kg_nodes n
+ WHERE n.tenant_id = $1 AND n.project_id = $2 AND n.node_type = $3
+ ORDER BY n.node_id
+"""
+_POSITION = "SELECT position FROM projection_checkpoints WHERE name = 'kg_nodes'"
+_KEEP = 8
+
+
+@dataclass(frozen=True, slots=True)
+class DirectiveRow:
+    node_id: str
+    text: str
+    strength: str
+    negated: bool
+    source: str
+    file: str
+    line: int
+    globs: tuple[str, ...]
+    layers: tuple[str, ...]
+    languages: frozenset[str]
+    frameworks: frozenset[str]
+    topics: frozenset[str]
+    authoritative_for: frozenset[str]
+    conditions: tuple[str, ...]
+    severity: str | None
+    always_apply: bool
+    subject: str
+    section: str
+    labels: tuple[str, ...]
+    governed_by: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    position: int
+    rows: tuple[DirectiveRow, ...]
+    vectors: npt.NDArray[np.float32] | None  # row i's unit vector (zeros when it has none)
+
+
+_cache: OrderedDict[tuple[int, str, str, int], Catalogue] = OrderedDict()
+
+
+async def load(conn: asyncpg.Connection, pool_key: int, scope: Scope) -> Catalogue:
+    """The catalogue as of the projection the transaction of ``conn`` sees."""
+    position = int(await conn.fetchval(_POSITION) or 0)
+    key = (pool_key, scope.tenant_id, scope.project_id, position)
+    found = _cache.get(key)
+    if found is not None:
+        _cache.move_to_end(key)
+        return found
+    records = await conn.fetch(_ROWS, scope.tenant_id, scope.project_id, DIRECTIVE)
+    rows = tuple(_row(r) for r in records)
+    catalogue = Catalogue(position, rows, _vectors([r["embedding"] for r in records]))
+    _cache[key] = catalogue
+    while len(_cache) > _KEEP:
+        _cache.popitem(last=False)
+    return catalogue
+
+
+def _strs(value: Any) -> tuple[str, ...]:
+    return tuple(str(v) for v in value) if isinstance(value, list) else ()
+
+
+def _row(r: asyncpg.Record) -> DirectiveRow:
+    p: dict[str, Any] = dict(r["properties"])
+    return DirectiveRow(
+        node_id=r["node_id"],
+        text=r["content"],
+        strength=str(p.get("strength", "SHOULD")),
+        negated=bool(p.get("negated")),
+        source=str(p.get("source", "")),
+        file=str(p.get("file", "")),
+        line=int(p.get("line", 1) or 1),
+        globs=_strs(p.get("globs")),
+        layers=_strs(p.get("layers")),
+        languages=frozenset(v.casefold() for v in _strs(p.get("languages"))),
+        frameworks=frozenset(v.casefold() for v in _strs(p.get("frameworks"))),
+        topics=frozenset(_strs(p.get("topics"))),
+        authoritative_for=frozenset(_strs(p.get("authoritative_for"))),
+        conditions=_strs(p.get("conditions")),
+        severity=p.get("severity") if isinstance(p.get("severity"), str) else None,
+        always_apply=bool(p.get("always_apply")),
+        subject=str(p.get("subject", "")),
+        section=str(p.get("section", "")),
+        labels=tuple(r["labels"]),
+        governed_by=tuple(r["governed_by"]),
+    )
+
+
+def _vectors(texts: list[str | None]) -> npt.NDArray[np.float32] | None:
+    present = [t for t in texts if t]
+    if not present:
+        return None
+    dims = present[0].count(",") + 1
+    matrix = np.zeros((len(texts), dims), dtype=np.float32)
+    for i, text in enumerate(texts):
+        if text:
+            matrix[i] = np.array(text.strip("[]").split(","), dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return matrix / norms

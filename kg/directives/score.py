@@ -1,0 +1,145 @@
+"""Which directives apply to a task, and how relevant each one is: the documented score.
+
+``score = 10 * authority + 8 * condition + 7 * layer + 5 * topics + 4 * severity + 3 * semantic``
+
+* authority: 1 when the directive's file is authoritative for a detected topic;
+* condition: how much of its best When-to-Apply condition the task's words cover (0..1); a
+  rule file without conditions has its section heading as one ("## Testing");
+* layer: 1 when a file in play matches its globs, or its layer is the detected one or ``*``;
+  0.5 when it names no layer (unscoped rules: ``AGENTS.md``); 0 for another layer;
+* topics: Jaccard overlap of its topics with the detected ones;
+* severity: the template's Severity (critical 1 ... low 0.3), else its strength (MUST 1,
+  SHOULD 0.6, MAY 0.3);
+* semantic: cosine similarity of the task and the directive (embeddings, clipped at 0).
+
+A directive is **applicable** unless its scope rules it out: globs that no file in play
+matches (when files are given), languages or frameworks the project does not use (when known),
+or, with ``strict_layer``, a layer other than the detected one. It is **served** when it is
+applicable and its relevance (the score without the severity term, which says how much it
+matters, not whether it applies) reaches :data:`MIN_RELEVANCE`, or when its rule file says
+``alwaysApply``. The weights are the design's; the threshold was tuned on the labelled cases
+of ``bench/bench_directives.py`` (see ``bench/RESULTS.md``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from kg.directives.catalogue import DirectiveRow
+from kg.directives.globs import glob_matches
+from kg.directives.model import SEVERITIES, STRENGTH_WEIGHT, WILDCARD
+
+WEIGHTS = {"authority": 10.0, "condition": 8.0, "layer": 7.0, "topics": 5.0, "severity": 4.0,
+           "semantic": 3.0}  # fmt: skip
+MIN_RELEVANCE = 9.0
+GENERIC_SECTIONS = frozenset({"", "directives", "rules", "guidelines", "instructions"})
+_WORD = re.compile(r"[a-z0-9][a-z0-9+#.-]*")
+_STOP = frozenset(
+    "a an the to of in on for and or with by from at as is are be it this that when you your "
+    "we our any every all into new or its not do does".split()
+)
+
+
+def words(text: str) -> frozenset[str]:
+    """Content words, crudely stemmed (plural s, -ing, -ed), for condition matching."""
+    out = set()
+    for w in _WORD.findall(text.casefold()):
+        w = w.strip(".-")
+        if len(w) < 2 or w in _STOP:
+            continue
+        for suffix in ("ing", "ed", "es", "s"):
+            if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+                w = w[: -len(suffix)]
+                break
+        out.add(w)
+    return frozenset(out)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskContext:
+    layer: str | None
+    topics: frozenset[str]
+    words: frozenset[str]
+    paths: tuple[str, ...]
+    languages: frozenset[str]
+    frameworks: frozenset[str]
+    strict_layer: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    row: DirectiveRow
+    score: float
+    relevance: float
+    parts: dict[str, float]
+
+
+def applicable(row: DirectiveRow, ctx: TaskContext) -> bool:
+    if row.globs and ctx.paths and not _glob_hit(row, ctx):
+        return False
+    if row.languages and ctx.languages and not row.languages & ctx.languages:
+        return False
+    if row.frameworks and ctx.frameworks and not row.frameworks & ctx.frameworks:
+        return False
+    if ctx.strict_layer and ctx.layer and row.layers and WILDCARD not in row.layers:
+        return ctx.layer in row.layers
+    return True
+
+
+def _conditions(row: DirectiveRow) -> tuple[str, ...]:
+    """The When-to-Apply conditions; a rule file without them (``AGENTS.md``) has its section
+    headings instead: "## Testing" says when its statements apply."""
+    if row.conditions:
+        return row.conditions
+    if row.section and row.section.casefold().strip(": ") not in GENERIC_SECTIONS:
+        return (row.section,)
+    return ()
+
+
+def _glob_hit(row: DirectiveRow, ctx: TaskContext) -> bool:
+    return any(glob_matches(g, p) for g in row.globs for p in ctx.paths)
+
+
+def score(row: DirectiveRow, ctx: TaskContext, similarity: float) -> Scored:
+    authority = 1.0 if row.authoritative_for & ctx.topics else 0.0
+    condition = 0.0
+    for text in _conditions(row):
+        wanted = words(text)
+        if wanted:
+            condition = max(condition, len(wanted & ctx.words) / len(wanted))
+    if row.globs and ctx.paths and _glob_hit(row, ctx):
+        layer = 1.0
+    elif not row.layers:
+        layer = 0.5
+    elif WILDCARD in row.layers or (ctx.layer is not None and ctx.layer in row.layers):
+        layer = 1.0
+    else:
+        layer = 0.0
+    union = row.topics | ctx.topics
+    topics = len(row.topics & ctx.topics) / len(union) if union else 0.0
+    severity = SEVERITIES.get(row.severity or "", STRENGTH_WEIGHT.get(row.strength, 0.6))
+    parts = {
+        "authority": authority,
+        "condition": round(condition, 4),
+        "layer": layer,
+        "topics": round(topics, 4),
+        "severity": severity,
+        "semantic": round(max(0.0, similarity), 4),
+    }
+    total = sum(WEIGHTS[k] * v for k, v in parts.items())
+    relevance = total - WEIGHTS["severity"] * severity
+    return Scored(row, round(total, 4), round(relevance, 4), parts)
+
+
+def similarities(
+    vectors: npt.NDArray[np.float32] | None, query: npt.NDArray[np.float32] | None, count: int
+) -> npt.NDArray[np.float32]:
+    if vectors is None or query is None or vectors.shape[1] != query.shape[0]:
+        return np.zeros(count, dtype=np.float32)
+    norm = float(np.linalg.norm(query)) or 1.0
+    result: npt.NDArray[np.float32] = vectors @ (query / norm)
+    return result
