@@ -125,4 +125,5 @@ def _vectors(texts: list[str | None]) -> npt.NDArray[np.float32] | None:
             matrix[i] = np.array(text.strip("[]").split(","), dtype=np.float32)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return matrix / norms
+    unit: npt.NDArray[np.float32] = matrix / norms
+    return unit

@@ -80,10 +80,14 @@ def parse_directive_config(raw: Any, source: str) -> DirectiveConfig:
     strength = raw.get("strength") or {}
     if not isinstance(strength, dict) or not set(strength) <= {"must", "should", "may"}:
         raise fail("strength", "expected a mapping with keys must, should, may")
-    words = {k: _words(strength.get(k, []), f"strength.{k}", fail) for k in ("must", "should", "may")}
+    words = {
+        k: _words(strength.get(k, []), f"strength.{k}", fail) for k in ("must", "should", "may")
+    }
     layers = raw.get("layers") or {}
     if not isinstance(layers, dict):
-        raise fail("layers", "expected a mapping of path glob -> layer (e.g. 'db/**': 4-Persistence)")
+        raise fail(
+            "layers", "expected a mapping of path glob -> layer (e.g. 'db/**': 4-Persistence)"
+        )
     path_layers: list[tuple[str, str]] = []
     for glob, value in layers.items():
         layer = layer_name(str(value))

@@ -18,7 +18,6 @@ below 0.3 the result carries a prominent warning (and directives are still serve
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,7 +73,8 @@ LAYER_WORDS: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 _LAYER_RES = {
     layer: re.compile(
-        r"(?<![\w-])(?:" + "|".join(re.escape(w) for w in sorted(ws, key=len, reverse=True))
+        r"(?<![\w-])(?:"
+        + "|".join(re.escape(w) for w in sorted(ws, key=len, reverse=True))
         + r")(?![\w-])",
         re.IGNORECASE,
     )
@@ -165,21 +165,21 @@ def detect_context(
     1.0) over what is detected. Paths are project-relative POSIX paths."""
     all_paths = list(dict.fromkeys([p.strip().lstrip("./") for p in paths if p.strip()]
                                    + diff_paths(diff)))  # fmt: skip
-    votes: Counter[str] = Counter()
+    votes: dict[str, float] = {}
     evidence: dict[str, list[str]] = {}
     path_layers: list[dict[str, str]] = []
     for path in all_paths:
         found = _path_layer(path, config)
         if found is not None:
             convention, value = found
-            votes[value] += 1.0
+            votes[value] = votes.get(value, 0.0) + 1.0
             evidence.setdefault(value, []).append(f"path {path} ({convention})")
             path_layers.append({"path": path, "layer": value, "convention": convention})
     words_text = task + "\n" + _diff_text(diff)
     for value, pattern in _LAYER_RES.items():
         words = sorted({m.casefold() for m in pattern.findall(task)})
         if words:
-            votes[value] += 0.5 * min(len(words), 2)
+            votes[value] = votes.get(value, 0.0) + 0.5 * min(len(words), 2)
             evidence.setdefault(value, []).append(f"task words {', '.join(words)}")
     total = sum(votes.values())
     candidates = [
@@ -210,9 +210,19 @@ def detect_context(
             for t, n in sorted(hits.items(), key=lambda kv: (-kv[1], kv[0]))
         ][:6]
     tech = read_technologies(root, all_paths)
-    languages = [Finding(k, min(1.0, 0.5 + 0.25 * len(v)), v) for k, v in sorted(tech.languages.items())]
-    frameworks = [Finding(k, min(1.0, 0.5 + 0.25 * len(v)), v) for k, v in sorted(tech.frameworks.items())]
-    topic_conf = 0.0 if not found_topics else min(1.0, 0.3 + 0.15 * sum(hits.values())) if not topics else 1.0
+    languages = [
+        Finding(k, min(1.0, 0.5 + 0.25 * len(v)), v) for k, v in sorted(tech.languages.items())
+    ]
+    frameworks = [
+        Finding(k, min(1.0, 0.5 + 0.25 * len(v)), v) for k, v in sorted(tech.frameworks.items())
+    ]
+    topic_conf = (
+        0.0
+        if not found_topics
+        else min(1.0, 0.3 + 0.15 * sum(hits.values()))
+        if not topics
+        else 1.0
+    )
     tech_conf = 1.0 if (languages or frameworks) else 0.0
     confidence = round(0.4 * layer_conf + 0.4 * topic_conf + 0.2 * tech_conf, 3)
     if confidence < LOW_CONFIDENCE_BELOW:

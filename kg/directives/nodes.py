@@ -81,7 +81,7 @@ def _front_matter(relpath: str, source: str) -> tuple[dict[str, Any], ParseProbl
         return parse_front_matter("\n".join(lines[1:end]) + "\n"), None
     except FrontMatterError as error:
         return {}, ParseProblem(
-            relpath, error.line + 2, f"malformed front matter: the rules in this file were skipped"
+            relpath, error.line + 2, "malformed front matter: the rules in this file were skipped"
         )
 
 

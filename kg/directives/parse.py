@@ -364,9 +364,7 @@ def _merge(
             severity = value.casefold()
         else:
             line = block.get("_severity_line", 1)
-            state.problem(
-                line, f"Severity {value!r} is not one of {', '.join(sorted(SEVERITIES))}"
-            )
+            state.problem(line, f"Severity {value!r} is not one of {', '.join(sorted(SEVERITIES))}")
     globs = tuple(merged.get("globs", ())) or file_globs
     scope = Scope(
         globs=globs,

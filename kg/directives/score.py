@@ -39,9 +39,12 @@ MIN_RELEVANCE = 9.0
 GENERIC_SECTIONS = frozenset({"", "directives", "rules", "guidelines", "instructions"})
 _WORD = re.compile(r"[a-z0-9][a-z0-9+#.-]*")
 _STOP = frozenset(
-    "a an the to of in on for and or with by from at as is are be it this that when you your "
-    "we our any every all into new or its not do does".split()
-)
+    [
+        "a", "an", "the", "to", "of", "in", "on", "for", "and", "or", "with", "by", "from", "at",
+        "as", "is", "are", "be", "it", "this", "that", "when", "you", "your", "we", "our", "any",
+        "every", "all", "into", "new", "its", "not", "do", "does",
+    ]
+)  # fmt: skip
 
 
 def words(text: str) -> frozenset[str]:

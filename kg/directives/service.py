@@ -187,9 +187,7 @@ async def query_directives(
     )
     sims = similarities(cat.vectors, vector, len(cat.rows))
     scored = [
-        score(row, ctx, float(sims[i]))
-        for i, row in enumerate(cat.rows)
-        if applicable(row, ctx)
+        score(row, ctx, float(sims[i])) for i, row in enumerate(cat.rows) if applicable(row, ctx)
     ]
     eligible = sorted(
         (s for s in scored if s.relevance >= MIN_RELEVANCE or s.row.always_apply),
@@ -260,7 +258,7 @@ def _fit(
             continue
         served.append((s, shown))
         tokens += cost
-    order = {strength: i for i, strength in enumerate(STRENGTHS)}
+    order: dict[str, int] = {strength: i for i, strength in enumerate(STRENGTHS)}
     served.sort(key=lambda a: (order.get(a[0].row.strength, 3), -a[0].score, a[0].row.node_id))
     return served, cut, tokens
 

@@ -67,8 +67,8 @@ TOPICS: dict[str, tuple[str, ...]] = {
 @lru_cache(maxsize=16)
 def _compiled(config: DirectiveConfig) -> tuple[tuple[str, re.Pattern[str]], ...]:
     merged: dict[str, set[str]] = {t: set(ws) for t, ws in TOPICS.items()}
-    for topic, words in config.topics:
-        merged.setdefault(topic, set()).update(words)
+    for topic, extra in config.topics:
+        merged.setdefault(topic, set()).update(extra)
     out = []
     for topic, words in sorted(merged.items()):
         ordered = sorted(words, key=lambda w: (-len(w), w))

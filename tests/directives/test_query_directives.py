@@ -87,7 +87,9 @@ async def test_the_three_most_relevant_musts_are_never_cut_by_the_budget(rules: 
 async def test_a_denied_directive_is_counted_never_served(rules: Runtime) -> None:
     rule = PolicyRule(effect="deny", node_types=("Directive",), labels=("Directive",))
     await rules.store.append(
-        rules.scope, "policy:no-rules", [PolicyDefined(policy_id="policy:no-rules", name="x", rule=rule)]
+        rules.scope,
+        "policy:no-rules",
+        [PolicyDefined(policy_id="policy:no-rules", name="x", rule=rule)],
     )
     served = await query_directives(rules, task="add a migration", paths=["migrations/a.py"])
 
@@ -97,7 +99,7 @@ async def test_a_denied_directive_is_counted_never_served(rules: Runtime) -> Non
 
 
 async def test_no_directives_is_an_error_that_says_how_to_ingest_rules(runtime: Runtime) -> None:
-    with pytest.raises(NotFoundError, match="AGENTS.md.*kg ingest"):
+    with pytest.raises(NotFoundError, match=r"AGENTS\.md.*kg ingest"):
         await query_directives(runtime, task="anything")
 
 
@@ -115,7 +117,6 @@ async def test_bad_input_is_a_typed_error_naming_the_field(rules: Runtime) -> No
         await detect(rules, paths=["../../etc/passwd"])
     with pytest.raises(ValidationError, match="token_budget 5 is out of range"):
         await query_directives(rules, task="x", token_budget=5)
-
 
 
 async def test_an_agents_md_section_heading_says_when_its_rules_apply(rules: Runtime) -> None:
