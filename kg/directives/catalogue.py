@@ -49,6 +49,8 @@ class DirectiveRow:
     topics: frozenset[str]
     authoritative_for: frozenset[str]
     conditions: tuple[str, ...]
+    description: str
+    condition_topics: tuple[frozenset[str], ...]  # the topics of each condition
     severity: str | None
     always_apply: bool
     subject: str
@@ -105,6 +107,8 @@ def _row(r: asyncpg.Record) -> DirectiveRow:
         topics=frozenset(_strs(p.get("topics"))),
         authoritative_for=frozenset(_strs(p.get("authoritative_for"))),
         conditions=_strs(p.get("conditions")),
+        description=str(p.get("description") or ""),
+        condition_topics=tuple(frozenset(t.split()) for t in _strs(p.get("condition_topics")) if t),
         severity=p.get("severity") if isinstance(p.get("severity"), str) else None,
         always_apply=bool(p.get("always_apply")),
         subject=str(p.get("subject", "")),

@@ -30,29 +30,39 @@ from kg.directives.topics import topic_hits
 AMBIGUOUS_BELOW = 0.6
 LOW_CONFIDENCE_BELOW = 0.3
 
-#: Built-in path conventions: (name, glob, layer), tried in order after the project's own.
-PATH_CONVENTIONS: tuple[tuple[str, str, str], ...] = (
-    ("tests", "**/{test,tests,__tests__,spec,e2e}/**", "5-Tests"),
-    ("tests", "**/{test_*.py,*_test.py,*_test.go,*.test.*,*.spec.*,conftest.py}", "5-Tests"),
-    ("migrations", "**/{migrations,alembic,migrate,db/migrate}/**", "4-Persistence"),
-    ("persistence", "**/{repositories,repository,repos,dao,persistence,db,database}/**",
-     "4-Persistence"),
-    ("persistence", "**/*.sql", "4-Persistence"),
-    ("deployment", "**/{.github/workflows,deploy,deployment,k8s,helm,terraform,infra,ops}/**",
-     "7-Deployment"),
-    ("deployment", "**/{Dockerfile,docker-compose*.yml,*.tf,Makefile}", "7-Deployment"),
-    ("docs", "**/{docs,doc}/**", "6-Docs"),
-    ("docs", "**/*.{md,rst,adoc}", "6-Docs"),
-    ("api", "**/{api,apis,routes,routers,controllers,handlers,endpoints,views}/**",
-     "1-Presentation"),
-    ("ui", "**/{ui,components,pages,screens,frontend,web,templates,styles}/**",
-     "1-Presentation"),
-    ("ui", "**/*.{tsx,jsx,vue,svelte,css,scss,html}", "1-Presentation"),
-    ("application", "**/{services,service,usecases,use_cases,application,commands,jobs}/**",
-     "2-Application"),
-    ("domain", "**/{domain,entities,models,model,core}/**", "3-Domain"),
+#: Built-in path conventions. File names first (a test file is a test wherever it lives),
+#: then the folders of the path from the innermost out: in ``api/jobs/reminders.py`` the
+#: ``jobs`` folder says more than the ``api`` service it belongs to.
+FILE_CONVENTIONS: tuple[tuple[str, str, str], ...] = (
+    ("tests", "{test_*.py,*_test.py,*_test.go,*.test.*,*.spec.*,conftest.py}", "5-Tests"),
+    ("persistence", "*.sql", "4-Persistence"),
+    ("deployment", "{Dockerfile,docker-compose*.yml,*.tf,Makefile,Chart.yaml}", "7-Deployment"),
+    ("docs", "*.{md,rst,adoc}", "6-Docs"),
+    ("ui", "*.{tsx,jsx,vue,svelte,css,scss,html}", "1-Presentation"),
+)
+FOLDER_CONVENTIONS: tuple[tuple[str, frozenset[str], str], ...] = (
+    ("tests", frozenset({"test", "tests", "__tests__", "spec", "e2e"}), "5-Tests"),
+    ("migrations", frozenset({"migrations", "alembic", "migrate"}), "4-Persistence"),
+    ("persistence", frozenset({"repositories", "repository", "repos", "dao", "persistence",
+                               "db", "database", "queries"}), "4-Persistence"),
+    ("deployment", frozenset({"workflows", "deploy", "deployment", "k8s", "helm", "terraform",
+                              "infra", "ops", ".github"}), "7-Deployment"),
+    ("docs", frozenset({"docs", "doc", "adr"}), "6-Docs"),
+    ("api", frozenset({"api", "apis", "routes", "routers", "controllers", "handlers",
+                       "endpoints", "views"}), "1-Presentation"),
+    ("ui", frozenset({"ui", "components", "pages", "screens", "frontend", "templates",
+                      "styles"}), "1-Presentation"),
+    ("application", frozenset({"services", "service", "usecases", "use_cases", "application",
+                               "commands", "jobs", "workers", "tasks"}), "2-Application"),
+    ("domain", frozenset({"domain", "entities", "models", "model", "core"}), "3-Domain"),
 )  # fmt: skip
-_COMPILED = tuple((name, compile_glob(glob), layer) for name, glob, layer in PATH_CONVENTIONS)
+#: The topic a path convention is evidence of.
+CONVENTION_TOPICS = {"tests": "testing", "migrations": "migrations", "persistence": "database",
+                     "deployment": "deployment", "docs": "docs", "api": "api", "ui": "ui"}  # fmt: skip
+#: A top-level folder named like a layer (``api/``, ``web/``) is usually a service of a
+#: monorepo; it names the layer only for these conventions.
+TOP_LEVEL_CONVENTIONS = frozenset({"tests", "migrations", "deployment", "docs"})
+_FILE_RES = tuple((name, compile_glob(glob), layer) for name, glob, layer in FILE_CONVENTIONS)
 
 #: Words of a task that point at a layer (a vote of half a file's weight).
 LAYER_WORDS: dict[str, tuple[str, ...]] = {
@@ -199,14 +209,18 @@ def detect_context(
             )
     else:
         chosen, layer_conf = None, 0.0
-    topic_text = words_text + "\n" + " ".join(re.split(r"[/_.\-]", " ".join(all_paths)))
+    topic_text = words_text + "\n" + "\n".join(_path_words(p) for p in all_paths)
     hits = topic_hits(topic_text, config)
+    for convention in {p["convention"] for p in path_layers}:
+        topic = CONVENTION_TOPICS.get(convention)
+        if topic is not None:  # a file under migrations/ is evidence of the topic too
+            hits[topic] += 1
     if topics:
         found_topics = [Finding(t, 1.0, ["given by the caller"]) for t in topics]
     else:
-        top = max(hits.values(), default=0)
+        # One word is a mention (0.5), two are a theme (0.75), three or more the subject.
         found_topics = [
-            Finding(t, 0.4 + 0.6 * n / top, [f"{n} word(s) of the '{t}' dictionary"])
+            Finding(t, 1 - 0.5**n, [f"{n} word(s) of the '{t}' dictionary"])
             for t, n in sorted(hits.items(), key=lambda kv: (-kv[1], kv[0]))
         ][:6]
     tech = read_technologies(root, all_paths)
@@ -242,7 +256,19 @@ def _path_layer(path: str, config: DirectiveConfig) -> tuple[str, str] | None:
     own = config.path_layer(path)
     if own is not None:
         return f"schema map {own[0]}", own[1]
-    for name, pattern, value in _COMPILED:
+    for name, pattern, value in _FILE_RES:
         if pattern.fullmatch(path):
             return name, value
+    folders = path.split("/")[:-1]
+    for depth in range(len(folders) - 1, -1, -1):
+        for name, names, value in FOLDER_CONVENTIONS:
+            if folders[depth].casefold() in names and (depth or name in TOP_LEVEL_CONVENTIONS):
+                return name, value
     return None
+
+
+def _path_words(path: str) -> str:
+    """The words of a path that say what it is about: its file name and its folder."""
+    parts = path.split("/")[-2:]
+    parts[-1] = parts[-1].rsplit(".", 1)[0]
+    return " ".join(re.split(r"[_.\-]", " ".join(parts)))

@@ -45,6 +45,21 @@ SEVERITIES: dict[str, float] = {
 STRENGTH_WEIGHT: dict[str, float] = {"MUST": 1.0, "SHOULD": 0.6, "MAY": 0.3}
 
 
+#: Section headings that say nothing about when their statements apply.
+GENERIC_SECTIONS = frozenset({"", "directives", "rules", "guidelines", "instructions"})
+
+
+def when_texts(conditions: tuple[str, ...], section: str, description: str) -> tuple[str, ...]:
+    """What says when a directive applies: its When-to-Apply conditions; a rule file without
+    them (``AGENTS.md``, Cursor rules) has its section heading instead ("## Testing"), else
+    the description of a Cursor rule."""
+    if conditions:
+        return conditions
+    if section.casefold().strip(": ") not in GENERIC_SECTIONS:
+        return (section,)
+    return (description,) if description else ()
+
+
 def layer_name(value: str) -> str | None:
     """The canonical layer for ``3-Domain``, ``3``, ``domain`` (any case), ``*``; else None."""
     text = value.strip().strip("`*_ ").strip()
@@ -77,6 +92,7 @@ class RuleMeta:
     authoritative_for: tuple[str, ...] = ()
     severity: str | None = None
     conditions: tuple[str, ...] = ()
+    description: str = ""  # a Cursor rule's ``description:``: when to use the whole file
     always_apply: bool = False
 
 

@@ -27,13 +27,16 @@ from kg.directives.model import (
     TOPIC,
     WILDCARD,
     ParsedDirective,
+    when_texts,
 )
 from kg.directives.parse import parse_rule_file
+from kg.directives.topics import topics_of
 from kg.ingest.front_matter import FrontMatterError, parse_front_matter
 from kg.ingest.model import CONTAINS, ParsedDocument, ParsedEdge, ParsedNode, ParseProblem
 
 RULE_TYPE = "Rule"
 MAX_NAME = 200
+NESTED_GUIDES = frozenset({"AGENTS.md", "CLAUDE.md"})
 
 
 def with_directives(doc: ParsedDocument, source: str, config: DirectiveConfig) -> ParsedDocument:
@@ -44,11 +47,22 @@ def with_directives(doc: ParsedDocument, source: str, config: DirectiveConfig) -
     if problem is not None:
         return replace(doc, problems=(*doc.problems, problem))
     parsed = parse_rule_file(doc.path, source, front_matter, config)
+    folder = posixpath.dirname(doc.path)
+    if folder and posixpath.basename(doc.path) in NESTED_GUIDES:
+        # A nested AGENTS.md governs its own folder: its unscoped statements get that scope.
+        parsed.directives = [
+            d
+            if d.meta.scope.globs
+            else replace(
+                d, meta=replace(d.meta, scope=replace(d.meta.scope, globs=(f"{folder}/**",)))
+            )
+            for d in parsed.directives
+        ]
     nodes: list[ParsedNode] = []
     edges: list[ParsedEdge] = []
     shared: dict[str, ParsedNode] = {}
     for directive in parsed.directives:
-        nodes.append(_node(doc.path, directive))
+        nodes.append(_node(doc.path, directive, config))
         edges.append(ParsedEdge(CONTAINS, doc.document_id, directive.node_id, {}))
         for topic in directive.meta.topics:
             edges.append(ParsedEdge(ABOUT, directive.node_id, _shared(shared, TOPIC, topic), {}))
@@ -92,8 +106,11 @@ def _shared(found: dict[str, ParsedNode], node_type: str, name: str) -> str:
     return node_id
 
 
-def _node(relpath: str, d: ParsedDirective) -> ParsedNode:
+def _node(relpath: str, d: ParsedDirective, config: DirectiveConfig) -> ParsedNode:
     meta, scope = d.meta, d.meta.scope
+    when = when_texts(meta.conditions, d.section, meta.description)
+    # Per condition, joined: "database performance" for "a query or a cache".
+    condition_topics = [" ".join(topics_of([text], config)) for text in when]
     properties: dict[str, Any] = {
         "strength": d.strength,
         "negated": d.negated,
@@ -108,6 +125,8 @@ def _node(relpath: str, d: ParsedDirective) -> ParsedNode:
         "topics": list(meta.topics),
         "authoritative_for": list(meta.authoritative_for),
         "conditions": list(meta.conditions),
+        "description": meta.description,
+        "condition_topics": list(condition_topics),
         "severity": meta.severity,
         "always_apply": meta.always_apply,
         "subject": d.subject,

@@ -139,7 +139,7 @@ def parse_rule_file(
         text = reading.text[:MAX_STATEMENT]
         if len(text.split()) < _MIN_WORDS or text.endswith(":"):
             continue
-        own_topics = topics_of([st.section, text], config)
+        own_topics = topics_of([st.section, meta.description, text], config)
         scope = meta.scope if not st.globs else replace(meta.scope, globs=st.globs)
         directive_meta = replace(
             meta, scope=scope, topics=tuple(sorted({*meta.topics, *own_topics}))
@@ -266,7 +266,8 @@ def _split(value: Any) -> list[str]:
     if isinstance(value, list):
         return [str(v).strip() for v in value if str(v).strip()]
     text = str(value).strip().strip("[]")
-    return [p.strip().strip("`'\"") for p in text.split(",") if p.strip().strip("`'\"")]
+    parts = re.split(r",(?![^{]*\})", text)  # a comma inside {a,b} is part of a glob
+    return [p.strip().strip("`'\"") for p in parts if p.strip().strip("`'\"")]
 
 
 def _looks_like_glob(value: str) -> bool:
@@ -305,7 +306,7 @@ def _front_matter_meta(fm: Mapping[str, Any], line: int, state: _State) -> dict[
         found["always_apply"] = True
     description = fm.get("description")
     if isinstance(description, str) and description.strip():
-        found["conditions"] = [description.strip()]
+        found["description"] = description.strip()
     return found
 
 
@@ -381,6 +382,7 @@ def _merge(
         topics=tuple(t for t in topics if t),
         authoritative_for=tuple(t for t in authority if t),
         severity=severity,
-        conditions=tuple(conditions) + tuple(fm.get("conditions", ())),
+        conditions=tuple(conditions),
+        description=str(fm.get("description", "")),
         always_apply=bool(fm.get("always_apply")),
     )

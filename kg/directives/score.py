@@ -2,9 +2,11 @@
 
 ``score = 10 * authority + 8 * condition + 7 * layer + 5 * topics + 4 * severity + 3 * semantic``
 
-* authority: 1 when the directive's file is authoritative for a detected topic;
-* condition: how much of its best When-to-Apply condition the task's words cover (0..1); a
-  rule file without conditions has its section heading as one ("## Testing");
+* authority: when the directive's file is authoritative for a detected topic, that topic's
+  detection confidence (0.4..1), else 0;
+* condition: how much of its best When-to-Apply condition the task's words cover (0..1), at
+  least 0.5 when the task is about all the condition's topics; a rule file without conditions
+  has its section heading as one ("## Testing", :func:`kg.directives.model.when_texts`);
 * layer: 1 when a file in play matches its globs, or its layer is the detected one or ``*``;
   0.5 when it names no layer (unscoped rules: ``AGENTS.md``); 0 for another layer;
 * topics: Jaccard overlap of its topics with the detected ones;
@@ -24,25 +26,30 @@ of ``bench/bench_directives.py`` (see ``bench/RESULTS.md``).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
 from kg.directives.catalogue import DirectiveRow
 from kg.directives.globs import glob_matches
-from kg.directives.model import SEVERITIES, STRENGTH_WEIGHT, WILDCARD
+from kg.directives.model import SEVERITIES, STRENGTH_WEIGHT, WILDCARD, when_texts
 
 WEIGHTS = {"authority": 10.0, "condition": 8.0, "layer": 7.0, "topics": 5.0, "severity": 4.0,
            "semantic": 3.0}  # fmt: skip
-MIN_RELEVANCE = 9.0
-GENERIC_SECTIONS = frozenset({"", "directives", "rules", "guidelines", "instructions"})
+MIN_RELEVANCE = 12.0
+#: A condition all of whose topics the task is about ("## HTTP handlers" for a task about
+#: an endpoint and its route) counts as half covered even when it shares no word with it.
+TOPIC_CONDITION = 0.5
+STRONG_TOPIC = 0.75
 _WORD = re.compile(r"[a-z0-9][a-z0-9+#.-]*")
 _STOP = frozenset(
     [
         "a", "an", "the", "to", "of", "in", "on", "for", "and", "or", "with", "by", "from", "at",
         "as", "is", "are", "be", "it", "this", "that", "when", "you", "your", "we", "our", "any",
-        "every", "all", "into", "new", "its", "not", "do", "does",
+        "every", "all", "into", "new", "its", "not", "do", "does", "add", "adding", "change",
+        "changing", "make", "use", "using", "update", "updating", "write", "writing", "how",
+        "can", "should", "must", "may", "or", "one", "two",
     ]
 )  # fmt: skip
 
@@ -54,9 +61,9 @@ def words(text: str) -> frozenset[str]:
         w = w.strip(".-")
         if len(w) < 2 or w in _STOP:
             continue
-        for suffix in ("ing", "ed", "es", "s"):
+        for suffix, replacement in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
             if w.endswith(suffix) and len(w) - len(suffix) >= 3:
-                w = w[: -len(suffix)]
+                w = w[: -len(suffix)] + replacement
                 break
         out.add(w)
     return frozenset(out)
@@ -71,6 +78,15 @@ class TaskContext:
     languages: frozenset[str]
     frameworks: frozenset[str]
     strict_layer: bool = False
+    #: topic -> detection confidence (topics not here count 1.0)
+    topic_confidence: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def strong_topics(self) -> frozenset[str]:
+        """Topics the task is about, not only mentions (two words or more, or given)."""
+        return frozenset(
+            t for t in self.topics if self.topic_confidence.get(t, 1.0) >= STRONG_TOPIC
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,27 +109,22 @@ def applicable(row: DirectiveRow, ctx: TaskContext) -> bool:
     return True
 
 
-def _conditions(row: DirectiveRow) -> tuple[str, ...]:
-    """The When-to-Apply conditions; a rule file without them (``AGENTS.md``) has its section
-    headings instead: "## Testing" says when its statements apply."""
-    if row.conditions:
-        return row.conditions
-    if row.section and row.section.casefold().strip(": ") not in GENERIC_SECTIONS:
-        return (row.section,)
-    return ()
-
-
 def _glob_hit(row: DirectiveRow, ctx: TaskContext) -> bool:
     return any(glob_matches(g, p) for g in row.globs for p in ctx.paths)
 
 
 def score(row: DirectiveRow, ctx: TaskContext, similarity: float) -> Scored:
-    authority = 1.0 if row.authoritative_for & ctx.topics else 0.0
+    authority = max(
+        (ctx.topic_confidence.get(t, 1.0) for t in row.authoritative_for & ctx.topics),
+        default=0.0,
+    )
     condition = 0.0
-    for text in _conditions(row):
+    for text in when_texts(row.conditions, row.section, row.description):
         wanted = words(text)
         if wanted:
             condition = max(condition, len(wanted & ctx.words) / len(wanted))
+    if any(topics <= ctx.strong_topics for topics in row.condition_topics):
+        condition = max(condition, TOPIC_CONDITION)
     if row.globs and ctx.paths and _glob_hit(row, ctx):
         layer = 1.0
     elif not row.layers:

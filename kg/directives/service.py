@@ -184,6 +184,7 @@ async def query_directives(
         languages=frozenset(f.value for f in detected.languages),
         frameworks=frozenset(f.value for f in detected.frameworks),
         strict_layer=strict_layer,
+        topic_confidence={f.value: f.confidence for f in detected.topics},
     )
     sims = similarities(cat.vectors, vector, len(cat.rows))
     scored = [

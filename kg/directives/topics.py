@@ -17,16 +17,19 @@ from kg.directives.config import DEFAULT_CONFIG, DirectiveConfig
 TOPICS: dict[str, tuple[str, ...]] = {
     "security": ("security", "secure", "secret", "secrets", "credential", "credentials",
                  "vulnerability", "xss", "csrf", "injection", "sanitize", "sanitise", "encrypt",
-                 "encryption", "tls", "owasp", "api key", "api keys", "password", "passwords"),
+                 "encryption", "encrypted", "tls", "owasp", "api key", "api keys", "password",
+                 "passwords", "hash", "hashing", "hmac", "signature"),
     "auth": ("auth", "authentication", "authorization", "authorisation", "login", "logout",
-             "sign in", "session", "sessions", "oauth", "jwt", "token", "tokens", "permission",
-             "permissions", "role", "roles", "rbac", "sso"),
+             "sign in", "sign-in", "sign-ins", "signin", "sign out", "session", "sessions",
+             "oauth", "jwt", "token", "tokens", "permission", "permissions", "role", "roles",
+             "rbac", "sso", "lockout", "2fa", "mfa", "passkey", "passkeys"),
     "testing": ("test", "tests", "testing", "pytest", "jest", "vitest", "unit test",
                 "integration test", "fixture", "fixtures", "mock", "mocks", "coverage",
                 "assert", "assertion", "e2e", "snapshot"),
     "database": ("database", "db", "sql", "query", "queries", "postgres", "postgresql",
                  "mysql", "sqlite", "schema", "table", "tables", "index", "indexes",
-                 "transaction", "transactions", "orm", "sqlalchemy", "prisma", "repository"),
+                 "transaction", "transactions", "orm", "sqlalchemy", "prisma", "repository",
+                 "repositories", "column", "columns", "report query"),
     "migrations": ("migration", "migrations", "alembic", "migrate", "schema change",
                    "flyway", "liquibase", "ddl"),
     "api": ("api", "endpoint", "endpoints", "rest", "http", "route", "routes", "request",
@@ -36,7 +39,8 @@ TOPICS: dict[str, tuple[str, ...]] = {
                "failure", "fallback", "panic", "traceback", "error handling"),
     "logging": ("log", "logs", "logging", "logger", "observability", "metrics", "tracing",
                 "telemetry", "monitoring", "alert", "alerts"),
-    "performance": ("performance", "latency", "throughput", "slow", "fast", "cache",
+    "performance": ("performance", "latency", "throughput", "slow", "fast", "faster",
+                    "speed", "speed up", "cache",
                     "caching", "benchmark", "benchmarks", "optimize", "optimise", "n+1",
                     "batch", "memory", "profiling"),
     "ui": ("ui", "frontend", "component", "components", "css", "style", "styles", "layout",
@@ -56,9 +60,14 @@ TOPICS: dict[str, tuple[str, ...]] = {
     "git": ("git", "commit", "commits", "branch", "branches", "rebase", "merge",
             "pull request", "pr", "code review"),
     "concurrency": ("concurrency", "concurrent", "async", "await", "thread", "threads",
-                    "lock", "locks", "race", "goroutine", "goroutines", "parallel", "asyncio"),
+                    "lock", "locks", "race", "goroutine", "goroutines", "parallel", "asyncio",
+                    "mutex", "channel", "channels", "semaphore", "pool", "deadlock"),
     "privacy": ("privacy", "pii", "gdpr", "personal data", "consent", "retention",
                 "anonymise", "anonymize", "redact", "redaction"),
+    "notifications": ("notification", "notifications", "email", "emails", "sms", "reminder",
+                      "reminders", "digest", "unsubscribe", "push notification", "newsletter"),
+    "jobs": ("job", "jobs", "worker", "workers", "queue", "queues", "scheduled", "scheduler",
+             "cron", "background", "dead-letter", "every morning", "nightly", "daily"),
     "payments": ("payment", "payments", "invoice", "invoices", "billing", "refund",
                  "refunds", "charge", "charges", "stripe", "currency", "money", "price"),
 }  # fmt: skip
@@ -78,12 +87,27 @@ def _compiled(config: DirectiveConfig) -> tuple[tuple[str, re.Pattern[str]], ...
 
 
 def topic_hits(text: str, config: DirectiveConfig = DEFAULT_CONFIG) -> Counter[str]:
-    """``topic -> number of its words found`` in ``text`` (topics with none are absent)."""
+    """``topic -> number of its distinct words found`` in ``text`` (absent: none found).
+
+    Where matches overlap the longest wins: "API keys" counts for security, not also for api.
+    """
+    matches = [
+        (m.start(), m.end(), topic)
+        for topic, pattern in _compiled(config)
+        for m in pattern.finditer(text)
+    ]
+    matches.sort(key=lambda m: (m[0] - m[1], m[0], m[2]))
+    taken: list[tuple[int, int]] = []
+    seen: set[tuple[str, str]] = set()
     found: Counter[str] = Counter()
-    for topic, pattern in _compiled(config):
-        count = len(pattern.findall(text))
-        if count:
-            found[topic] = count
+    for start, end, topic in matches:
+        if any(start < e and s < end for s, e in taken):
+            continue
+        taken.append((start, end))
+        word = text[start:end].casefold().removesuffix("s")
+        if (topic, word) not in seen:  # "invoice" three times is one word of evidence
+            seen.add((topic, word))
+            found[topic] += 1
     return found
 
 

@@ -118,7 +118,8 @@ def test_cursor_rules_take_their_scope_from_front_matter_globs() -> None:
     (found,) = directives(".cursor/rules/api.mdc", text)
 
     assert found.properties["globs"] == ["src/api/**/*.py", "**/routes/*.py"]
-    assert found.properties["conditions"] == ["API handlers"]
+    assert found.properties["description"] == "API handlers"
+    assert found.properties["condition_topics"] == ["api"]
 
 
 def test_an_applies_to_line_scopes_its_section() -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from kg.audit.trail import TrailFilter, trail
 from kg.directives.service import detect, query_directives
 from kg.errors import NotFoundError, ValidationError
 from kg.events import EventMetadata, PolicyDefined
@@ -126,3 +127,15 @@ async def test_an_agents_md_section_heading_says_when_its_rules_apply(rules: Run
     assert sources == {"AGENTS.md"}
     assert any("timing assertions" in d["text"] for d in served.directives)
     assert not any("Alembic" in d["text"] for d in served.directives)
+
+
+async def test_the_session_trail_shows_which_rules_an_agent_was_given(rules: Runtime) -> None:
+    served = await query_directives(
+        rules, task="add a migration", paths=["migrations/versions/0013_x.py"],
+        metadata=EventMetadata(actor="agent-7", session_id="s-9"),
+    )  # fmt: skip
+
+    entries = [e async for e in trail(rules.app_pool, rules.scope, TrailFilter(session="s-9"))]
+    assert [e.event_type for e in entries] == ["DirectivesServed"]
+    assert entries[0].subject == f"directives:{served.served_id}"
+    assert served.directives[0]["node_id"] in entries[0].why
