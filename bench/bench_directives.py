@@ -29,7 +29,6 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -119,8 +118,8 @@ def loaded_files(root: Path, paths: list[str], applicable: set[str]) -> set[str]
     globs match a file, and the other rule files that hold an applicable directive (which the
     agent would have to be pointed at)."""
     from kg.directives.globs import glob_matches
-    from kg.ingest.front_matter import parse_front_matter
     from kg.directives.parse import _split
+    from kg.ingest.front_matter import parse_front_matter
 
     found = set(applicable) | {"AGENTS.md", ".github/copilot-instructions.md"}
     for path in paths:

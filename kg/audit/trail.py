@@ -18,8 +18,8 @@ import asyncpg
 from kg.config import Scope
 from kg.errors import KgError, NotFoundError, ValidationError
 from kg.events.context import ContextGraphBuilt, ContextGraphUsed
-from kg.events.directives import DirectivesServed
 from kg.events.decision import DecisionRecorded
+from kg.events.directives import DirectivesServed
 from kg.events.envelope import RecordedEvent
 from kg.events.knowledge import EdgeAsserted, EdgeRetracted, NodeAsserted, NodeRetired
 from kg.events.policy import ActionRefused, PolicyChanged, PolicyDefined, PolicyRetired

@@ -57,8 +57,10 @@ FOLDER_CONVENTIONS: tuple[tuple[str, frozenset[str], str], ...] = (
     ("domain", frozenset({"domain", "entities", "models", "model", "core"}), "3-Domain"),
 )  # fmt: skip
 #: The topic a path convention is evidence of.
-CONVENTION_TOPICS = {"tests": "testing", "migrations": "migrations", "persistence": "database",
-                     "deployment": "deployment", "docs": "docs", "api": "api", "ui": "ui"}  # fmt: skip
+CONVENTION_TOPICS = {
+    "tests": "testing", "migrations": "migrations", "persistence": "database",
+    "deployment": "deployment", "docs": "docs", "api": "api", "ui": "ui",
+}  # fmt: skip
 #: A top-level folder named like a layer (``api/``, ``web/``) is usually a service of a
 #: monorepo; it names the layer only for these conventions.
 TOP_LEVEL_CONVENTIONS = frozenset({"tests", "migrations", "deployment", "docs"})
