@@ -86,6 +86,12 @@ class BudgetOut(BaseModel):
     )
 
 
+class ContextDirectiveOut(BaseModel):
+    node_id: str
+    text: str
+    source: str = Field(description="file:line of the rule")
+
+
 class ContextGraphOut(BaseModel):
     context_graph_id: str = Field(
         description="Pass it to record_context_usage and record_decision (context_graph_ids)"
@@ -104,6 +110,11 @@ class ContextGraphOut(BaseModel):
     )
     embedder: str | None
     warnings: list[str]
+    directives: list[ContextDirectiveOut] = Field(
+        default_factory=list,
+        description="MUST project rules governing the graph's files (also in the rendering); "
+        "absent when none",
+    )
 
 
 class ContextUsageOut(BaseModel):

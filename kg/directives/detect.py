@@ -172,9 +172,11 @@ def detect_context(
     config: DirectiveConfig = DEFAULT_CONFIG,
     layer: str | None = None,
     topics: list[str] | tuple[str, ...] = (),
+    manifests: bool = True,
 ) -> DetectedContext:
     """Detect the context of a task. ``layer``/``topics`` given by the caller win (confidence
-    1.0) over what is detected. Paths are project-relative POSIX paths."""
+    1.0) over what is detected. Paths are project-relative POSIX paths. ``manifests=False``
+    reads no file (technologies come from the paths' extensions only)."""
     all_paths = list(dict.fromkeys([p.strip().lstrip("./") for p in paths if p.strip()]
                                    + diff_paths(diff)))  # fmt: skip
     votes: dict[str, float] = {}
@@ -225,7 +227,7 @@ def detect_context(
             Finding(t, 1 - 0.5**n, [f"{n} word(s) of the '{t}' dictionary"])
             for t, n in sorted(hits.items(), key=lambda kv: (-kv[1], kv[0]))
         ][:6]
-    tech = read_technologies(root, all_paths)
+    tech = read_technologies(root, all_paths, manifests=manifests)
     languages = [
         Finding(k, min(1.0, 0.5 + 0.25 * len(v)), v) for k, v in sorted(tech.languages.items())
     ]

@@ -54,7 +54,7 @@ class Technologies:
         self.frameworks.setdefault(value, []).append(why)
 
 
-def read_technologies(root: Path, paths: list[str]) -> Technologies:
+def read_technologies(root: Path, paths: list[str], *, manifests: bool = True) -> Technologies:
     found = Technologies()
     folders = {""}
     for path in paths:
@@ -65,7 +65,7 @@ def read_technologies(root: Path, paths: list[str]) -> Technologies:
         ext = posixpath.splitext(path)[1].lower()
         if ext in EXTENSIONS:
             found.add_language(EXTENSIONS[ext], f"file {path}")
-    for folder in sorted(folders):
+    for folder in sorted(folders) if manifests else ():
         for name in MANIFESTS:
             rel = posixpath.join(folder, name) if folder else name
             full = root / rel

@@ -10,8 +10,9 @@ import pytest
 from kg.audit.trail import TrailFilter, trail
 from kg.directives.service import detect, query_directives
 from kg.errors import NotFoundError, ValidationError
-from kg.events import EventMetadata, PolicyDefined
+from kg.events import EventMetadata, NodeAsserted, PolicyDefined
 from kg.events.directives import DirectivesServed
+from kg.graph_queries import governed_reader
 from kg.ingest.service import ingest_paths
 from kg.policies.model import PolicyRule
 from kg.runtime import Runtime
@@ -139,3 +140,77 @@ async def test_the_session_trail_shows_which_rules_an_agent_was_given(rules: Run
     assert [e.event_type for e in entries] == ["DirectivesServed"]
     assert entries[0].subject == f"directives:{served.served_id}"
     assert served.directives[0]["node_id"] in entries[0].why
+
+
+async def directive_rows(rt: Runtime) -> dict[str, tuple[str, dict[str, object]]]:
+    """``content -> (node id, properties)`` of the projected directives."""
+    async with governed_reader(rt) as (reader, _):
+        rows = await reader.conn.fetch(
+            "SELECT node_id, content, properties FROM kg_nodes WHERE node_type = 'Directive'"
+        )
+    return {r["content"]: (r["node_id"], dict(r["properties"])) for r in rows}
+
+
+async def test_an_edited_rule_supersedes_the_old_one_and_reordering_keeps_ids(
+    runtime: Runtime,
+) -> None:
+    agents = runtime.settings.project_root / "AGENTS.md"
+    agents.write_text("# Rules\n\n- Never commit secrets to git.\n- Always run ruff check.\n")
+    await ingest_paths(runtime, None)
+    before = await directive_rows(runtime)
+    old_id = before["Never commit secrets to git."][0]
+
+    agents.write_text(
+        "# Rules\n\n- Always run ruff check.\n- Never commit secrets or tokens to git.\n"
+    )
+    report = await ingest_paths(runtime, None)
+    after = await directive_rows(runtime)
+
+    assert after["Always run ruff check."][0] == before["Always run ruff check."][0]
+    assert report.nodes_retired == 1, "only the edited statement was retired"
+    new_id, properties = after["Never commit secrets or tokens to git."]
+    assert new_id != old_id
+    assert properties["supersedes"] == old_id
+    async with governed_reader(runtime) as (reader, _):
+        edges = await reader.conn.fetch(
+            "SELECT to_node FROM kg_edges WHERE from_node = $1 AND edge_type = 'SUPERSEDES'",
+            new_id,
+        )
+    assert [e["to_node"] for e in edges] == [old_id]
+
+    agents.write_text(agents.read_text() + "- Prefer small commits with clear messages.\n")
+    await ingest_paths(runtime, None)
+    later = await directive_rows(runtime)
+    assert later["Never commit secrets or tokens to git."][1]["supersedes"] == old_id
+
+
+async def test_a_context_graph_carries_the_musts_governing_its_files_within_its_budget(
+    rules: Runtime,
+) -> None:
+    from kg.context.reproduce import reproduce_context_graph
+    from kg.context.service import build_context_graph, parse_request
+
+    path = "migrations/versions/0001_event_store.py"
+    await rules.store.append(
+        rules.scope,
+        "file:0001",
+        [NodeAsserted(node_id="file:0001", node_type="File", name=path, properties={"path": path})],
+    )
+    await rules.catch_up()
+    request = parse_request(anchors=["file:0001"], token_budget=800)
+
+    graph = await build_context_graph(rules, request)
+
+    texts = [d["text"] for d in graph.directives]
+    assert any("UPDATE, DELETE or TRUNCATE" in t for t in texts)
+    assert "## Project rules (MUST) for these files" in graph.rendering
+    assert "(.cursor/rules/migrations.mdc:7)" in graph.rendering
+    assert graph.token_estimate <= 800
+    assert graph.budget.token_budget == 800
+    sources = {d["source"].split(":")[0] for d in graph.to_dict()["directives"]}
+    assert sources == {".cursor/rules/migrations.mdc", "docs/rules/event-store.md"}
+    reproduced = await reproduce_context_graph(rules, graph.context_graph_id)
+    assert reproduced.matches, str(reproduced)
+
+    plain = await build_context_graph(rules, parse_request(anchors=["document:AGENTS.md"]))
+    assert plain.directives == () and "directives" not in plain.to_dict()
