@@ -102,7 +102,7 @@ def query(
         if as_json:
             console.print_json(json.dumps(served.to_dict()))
             return
-        console.print(served.checklist, end="", markup=False)
+        console.print(served.checklist.rstrip("\n"), markup=False)
         d = served.diagnostics()
         err_console.print(
             f"served {d['served']} of {d['applicable']} applicable ({d['considered']} "
