@@ -214,7 +214,11 @@ async def record_decision(
     ] = "general",
     confidence: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
     context_graph_ids: Annotated[
-        NodeIds, Field(description="Context graphs that informed the decision")
+        NodeIds,
+        Field(
+            description="Context graphs that informed the decision, and served_ids of "
+            "query_directives results (ds_...) whose rules it followed"
+        ),
     ] = (),
     references: Annotated[NodeIds, Field(description="Other nodes the decision refers to")] = (),
     supersedes: Annotated[

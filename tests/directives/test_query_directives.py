@@ -214,3 +214,24 @@ async def test_a_context_graph_carries_the_musts_governing_its_files_within_its_
 
     plain = await build_context_graph(rules, parse_request(anchors=["document:AGENTS.md"]))
     assert plain.directives == () and "directives" not in plain.to_dict()
+
+
+async def test_a_decision_names_the_rules_it_followed_and_lineage_shows_them(
+    rules: Runtime,
+) -> None:
+    from kg.decisions import record_decision
+    from kg.lineage import trace_decision_lineage
+
+    served = await query_directives(
+        rules, task="add a column to the events table", paths=["migrations/versions/0013_x.py"]
+    )
+    decision = await record_decision(
+        rules, text="add the column in a new Alembic revision", context_graph_ids=[served.served_id]
+    )
+    traced = (await trace_decision_lineage(rules, decision.decision_id, "upstream", 2)).to_dict()
+
+    assert decision.informed_by == tuple(d["node_id"] for d in served.directives)
+    shown = {step["id"] for step in traced["steps"]}
+    assert set(decision.informed_by) <= shown
+    with pytest.raises(NotFoundError, match="served_id returned by query_directives"):
+        await record_decision(rules, text="x", context_graph_ids=["ds_nope"])
