@@ -17,7 +17,8 @@ import numpy as np
 import numpy.typing as npt
 
 from kg.config import Scope
-from kg.directives.model import DIRECTIVE
+from kg.directives.model import DIRECTIVE, when_texts
+from kg.directives.words import words
 
 _ROWS = """
 SELECT n.node_id, n.content, n.properties, n.labels, n.embedding::text AS embedding,
@@ -51,6 +52,7 @@ class DirectiveRow:
     conditions: tuple[str, ...]
     description: str
     condition_topics: tuple[frozenset[str], ...]  # the topics of each condition
+    when_words: tuple[frozenset[str], ...]  # the words of each condition (kg.directives.words)
     severity: str | None
     always_apply: bool
     subject: str
@@ -109,6 +111,14 @@ def _row(r: asyncpg.Record) -> DirectiveRow:
         conditions=_strs(p.get("conditions")),
         description=str(p.get("description") or ""),
         condition_topics=tuple(frozenset(t.split()) for t in _strs(p.get("condition_topics")) if t),
+        when_words=tuple(
+            words(text)
+            for text in when_texts(
+                _strs(p.get("conditions")),
+                str(p.get("section", "")),
+                str(p.get("description") or ""),
+            )
+        ),
         severity=p.get("severity") if isinstance(p.get("severity"), str) else None,
         always_apply=bool(p.get("always_apply")),
         subject=str(p.get("subject", "")),

@@ -23,7 +23,8 @@ from kg.config import Scope
 from kg.directives import catalogue
 from kg.directives.detect import detect_context
 from kg.directives.globs import glob_matches
-from kg.directives.score import TaskContext, applicable, score, words
+from kg.directives.score import Scorer, TaskContext, applicable
+from kg.directives.words import words
 from kg.policies.evaluate import Governance
 
 MAX_MUSTS = 5
@@ -83,13 +84,14 @@ async def musts_for(
         topic_confidence={f.value: f.confidence for f in detected.topics},
     )
     candidates = []
+    scorer = Scorer(ctx)
     for row in cat.rows:
         if row.strength != "MUST" or not applicable(row, ctx):
             continue
         by_glob = bool(row.globs) and any(glob_matches(g, f) for g in row.globs for f in files)
         by_layer = ctx.layer is not None and ctx.layer in row.layers
         if by_glob or by_layer:
-            candidates.append(score(row, ctx, 0.0))
+            candidates.append(scorer.score(row, 0.0))
     candidates.sort(key=lambda s: (-s.score, s.row.node_id))
     allowance = int(token_budget * SHARE) if token_budget else None
     chosen: list[GraphDirective] = []

@@ -3,9 +3,9 @@
 Called once per parsed file by :func:`kg.ingest.markdown.parse_text`. A rule file is one the
 schema map types ``Rule`` (by default ``**/rules/*.md``) or one of the files agents read for
 their rules (:data:`RULE_FILES`). Its document CONTAINS its directives, so ingestion owns them
-like sections (re-ingesting the file retires the statements it no longer has); each directive
-is ABOUT its topics and APPLIES_TO its layers, and the document is AUTHORITATIVE_FOR the
-topics its Metadata names. Topic and layer nodes are shared by every rule file (label
+like sections (re-ingesting the file retires the statements it no longer has); the document
+is ABOUT its statements' topics, APPLIES_TO their layers and AUTHORITATIVE_FOR the topics its
+Metadata names. Topic and layer nodes are shared by every rule file (label
 ``Shared``), like requirement nodes.
 """
 
@@ -61,19 +61,25 @@ def with_directives(doc: ParsedDocument, source: str, config: DirectiveConfig) -
     nodes: list[ParsedNode] = []
     edges: list[ParsedEdge] = []
     shared: dict[str, ParsedNode] = {}
+    topics: set[str] = set()
+    layers: set[str] = set()
     for directive in parsed.directives:
         nodes.append(_node(doc.path, directive, config))
         edges.append(ParsedEdge(CONTAINS, doc.document_id, directive.node_id, {}))
-        for topic in directive.meta.topics:
-            edges.append(ParsedEdge(ABOUT, directive.node_id, _shared(shared, TOPIC, topic), {}))
-        for layer in directive.meta.scope.layers:
-            if layer != WILDCARD:
-                target = _shared(shared, LAYER, layer)
-                edges.append(ParsedEdge(APPLIES_TO, directive.node_id, target, {}))
+        topics.update(directive.meta.topics)
+        layers.update(layer for layer in directive.meta.scope.layers if layer != WILDCARD)
+    # Topic and layer edges leave the rule file, not each statement: a directive's own
+    # topics are in its properties, and a file's handful of edges keep ingest at thousands
+    # of directives a second (bench/RESULTS.md).
+    doc_id = doc.document_id
+    for topic in sorted(topics):
+        edges.append(ParsedEdge(ABOUT, doc_id, _shared(shared, TOPIC, topic), {}))
+    for layer in sorted(layers):
+        edges.append(ParsedEdge(APPLIES_TO, doc_id, _shared(shared, LAYER, layer), {}))
     if parsed.directives:
         for topic in parsed.meta.authoritative_for:
             target = _shared(shared, TOPIC, topic)
-            edges.append(ParsedEdge(AUTHORITATIVE_FOR, doc.document_id, target, {}))
+            edges.append(ParsedEdge(AUTHORITATIVE_FOR, doc_id, target, {}))
     return replace(
         doc,
         nodes=(*doc.nodes, *nodes, *shared.values()),

@@ -25,7 +25,6 @@ of ``bench/bench_directives.py`` (see ``bench/RESULTS.md``).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,7 +32,7 @@ import numpy.typing as npt
 
 from kg.directives.catalogue import DirectiveRow
 from kg.directives.globs import glob_matches
-from kg.directives.model import SEVERITIES, STRENGTH_WEIGHT, WILDCARD, when_texts
+from kg.directives.model import SEVERITIES, STRENGTH_WEIGHT, WILDCARD
 
 WEIGHTS = {"authority": 10.0, "condition": 8.0, "layer": 7.0, "topics": 5.0, "severity": 4.0,
            "semantic": 3.0}  # fmt: skip
@@ -42,31 +41,6 @@ MIN_RELEVANCE = 12.0
 #: an endpoint and its route) counts as half covered even when it shares no word with it.
 TOPIC_CONDITION = 0.5
 STRONG_TOPIC = 0.75
-_WORD = re.compile(r"[a-z0-9][a-z0-9+#.-]*")
-_STOP = frozenset(
-    [
-        "a", "an", "the", "to", "of", "in", "on", "for", "and", "or", "with", "by", "from", "at",
-        "as", "is", "are", "be", "it", "this", "that", "when", "you", "your", "we", "our", "any",
-        "every", "all", "into", "new", "its", "not", "do", "does", "add", "adding", "change",
-        "changing", "make", "use", "using", "update", "updating", "write", "writing", "how",
-        "can", "should", "must", "may", "or", "one", "two",
-    ]
-)  # fmt: skip
-
-
-def words(text: str) -> frozenset[str]:
-    """Content words, crudely stemmed (plural s, -ing, -ed), for condition matching."""
-    out = set()
-    for w in _WORD.findall(text.casefold()):
-        w = w.strip(".-")
-        if len(w) < 2 or w in _STOP:
-            continue
-        for suffix, replacement in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
-            if w.endswith(suffix) and len(w) - len(suffix) >= 3:
-                w = w[: -len(suffix)] + replacement
-                break
-        out.add(w)
-    return frozenset(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,40 +87,87 @@ def _glob_hit(row: DirectiveRow, ctx: TaskContext) -> bool:
     return any(glob_matches(g, p) for g in row.globs for p in ctx.paths)
 
 
+_Group = tuple[bool, float, float, float]  # applicable, authority, condition, layer
+
+
+class Scorer:
+    """Scores many directives for one task. What the statements of one rule file section
+    share (scope, conditions, the file's authority) is worked out once per section, so a
+    call over thousands of directives costs a few set operations per directive."""
+
+    def __init__(self, ctx: TaskContext) -> None:
+        self.ctx = ctx
+        self.strong = ctx.strong_topics
+        self._groups: dict[tuple[object, ...], _Group] = {}
+
+    def _group(self, row: DirectiveRow) -> _Group:
+        key = (row.file, row.section, row.globs, row.layers, row.languages, row.frameworks)
+        found = self._groups.get(key)
+        if found is None:
+            found = self._groups[key] = self._work_out(row)
+        return found
+
+    def _work_out(self, row: DirectiveRow) -> _Group:
+        ctx = self.ctx
+        if not applicable(row, ctx):
+            return (False, 0.0, 0.0, 0.0)
+        authority = max(
+            (ctx.topic_confidence.get(t, 1.0) for t in row.authoritative_for & ctx.topics),
+            default=0.0,
+        )
+        condition = 0.0
+        for wanted in row.when_words:
+            if wanted:
+                condition = max(condition, len(wanted & ctx.words) / len(wanted))
+        if any(topics <= self.strong for topics in row.condition_topics):
+            condition = max(condition, TOPIC_CONDITION)
+        if row.globs and ctx.paths and _glob_hit(row, ctx):
+            layer = 1.0
+        elif not row.layers:
+            layer = 0.5
+        elif WILDCARD in row.layers or (ctx.layer is not None and ctx.layer in row.layers):
+            layer = 1.0
+        else:
+            layer = 0.0
+        return (True, authority, condition, layer)
+
+    def relevance(self, row: DirectiveRow, similarity: float) -> float | None:
+        """The score without its severity term, or None when the directive does not apply."""
+        ok, authority, condition, layer = self._group(row)
+        if not ok:
+            return None
+        union = row.topics | self.ctx.topics
+        topics = len(row.topics & self.ctx.topics) / len(union) if union else 0.0
+        return (
+            WEIGHTS["authority"] * authority
+            + WEIGHTS["condition"] * condition
+            + WEIGHTS["layer"] * layer
+            + WEIGHTS["topics"] * topics
+            + WEIGHTS["semantic"] * max(0.0, similarity)
+        )
+
+    def score(self, row: DirectiveRow, similarity: float) -> Scored:
+        """The whole score with each term (for the directives that are served)."""
+        _, authority, condition, layer = self._group(row)
+        union = row.topics | self.ctx.topics
+        topics = len(row.topics & self.ctx.topics) / len(union) if union else 0.0
+        severity = SEVERITIES.get(row.severity or "", STRENGTH_WEIGHT.get(row.strength, 0.6))
+        parts = {
+            "authority": authority,
+            "condition": round(condition, 4),
+            "layer": layer,
+            "topics": round(topics, 4),
+            "severity": severity,
+            "semantic": round(max(0.0, similarity), 4),
+        }
+        total = sum(WEIGHTS[k] * v for k, v in parts.items())
+        relevance = total - WEIGHTS["severity"] * severity
+        return Scored(row, round(total, 4), round(relevance, 4), parts)
+
+
 def score(row: DirectiveRow, ctx: TaskContext, similarity: float) -> Scored:
-    authority = max(
-        (ctx.topic_confidence.get(t, 1.0) for t in row.authoritative_for & ctx.topics),
-        default=0.0,
-    )
-    condition = 0.0
-    for text in when_texts(row.conditions, row.section, row.description):
-        wanted = words(text)
-        if wanted:
-            condition = max(condition, len(wanted & ctx.words) / len(wanted))
-    if any(topics <= ctx.strong_topics for topics in row.condition_topics):
-        condition = max(condition, TOPIC_CONDITION)
-    if row.globs and ctx.paths and _glob_hit(row, ctx):
-        layer = 1.0
-    elif not row.layers:
-        layer = 0.5
-    elif WILDCARD in row.layers or (ctx.layer is not None and ctx.layer in row.layers):
-        layer = 1.0
-    else:
-        layer = 0.0
-    union = row.topics | ctx.topics
-    topics = len(row.topics & ctx.topics) / len(union) if union else 0.0
-    severity = SEVERITIES.get(row.severity or "", STRENGTH_WEIGHT.get(row.strength, 0.6))
-    parts = {
-        "authority": authority,
-        "condition": round(condition, 4),
-        "layer": layer,
-        "topics": round(topics, 4),
-        "severity": severity,
-        "semantic": round(max(0.0, similarity), 4),
-    }
-    total = sum(WEIGHTS[k] * v for k, v in parts.items())
-    relevance = total - WEIGHTS["severity"] * severity
-    return Scored(row, round(total, 4), round(relevance, 4), parts)
+    """One directive's score (see :class:`Scorer` for many)."""
+    return Scorer(ctx).score(row, similarity)
 
 
 def similarities(

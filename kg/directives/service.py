@@ -20,15 +20,8 @@ from kg.db.tenancy import tenant_transaction
 from kg.directives import catalogue
 from kg.directives.detect import DetectedContext, detect_context
 from kg.directives.model import DIRECTIVE, STRENGTHS, layer_name
-from kg.directives.score import (
-    MIN_RELEVANCE,
-    Scored,
-    TaskContext,
-    applicable,
-    score,
-    similarities,
-    words,
-)
+from kg.directives.score import MIN_RELEVANCE, Scored, Scorer, TaskContext, similarities
+from kg.directives.words import words
 from kg.embeddings.cache import query_vector
 from kg.errors import NotFoundError, ValidationError
 from kg.events import EventMetadata
@@ -186,14 +179,14 @@ async def query_directives(
         strict_layer=strict_layer,
         topic_confidence={f.value: f.confidence for f in detected.topics},
     )
-    sims = similarities(cat.vectors, vector, len(cat.rows))
-    scored = [
-        score(row, ctx, float(sims[i])) for i, row in enumerate(cat.rows) if applicable(row, ctx)
-    ]
-    eligible = sorted(
-        (s for s in scored if s.relevance >= MIN_RELEVANCE or s.row.always_apply),
-        key=lambda s: (-s.score, s.row.node_id),
-    )
+    sims = similarities(cat.vectors, vector, len(cat.rows)).tolist()
+    scorer = Scorer(ctx)
+    scored = []
+    for row, sim in zip(cat.rows, sims, strict=True):
+        relevance = scorer.relevance(row, sim)
+        if relevance is not None and (relevance >= MIN_RELEVANCE or row.always_apply):
+            scored.append(scorer.score(row, sim))
+    eligible = sorted(scored, key=lambda s: (-s.score, s.row.node_id))
     served, cut, tokens = _fit(eligible, gov, token_budget)
     redacted = sum(1 for s, shown in served if not shown)
     entries = [_entry(s, shown) for s, shown in served]

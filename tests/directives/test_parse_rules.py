@@ -62,8 +62,8 @@ def test_rules_link_to_their_topics_and_layers_as_edges() -> None:
     edges = {(e.edge_type, e.from_node.split("#")[0], e.to_node) for e in doc.edges}
 
     assert ("AUTHORITATIVE_FOR", "document:docs/rules/errors.md", "topic:errors") in edges
-    assert ("APPLIES_TO", "directive:docs/rules/errors.md", "layer:2-Application") in edges
-    assert ("ABOUT", "directive:docs/rules/errors.md", "topic:api") in edges
+    assert ("APPLIES_TO", "document:docs/rules/errors.md", "layer:2-Application") in edges
+    assert ("ABOUT", "document:docs/rules/errors.md", "topic:api") in edges
     first = next(n for n in doc.nodes if n.node_type == "Directive")
     contains = {(e.from_node, e.to_node) for e in doc.edges if e.edge_type == "CONTAINS"}
     assert ("document:docs/rules/errors.md", first.node_id) in contains
