@@ -1,9 +1,11 @@
-"""The project's directives as the ranking needs them, read once per projection position.
+"""The project's directives as the ranking needs them, read again only when they change.
 
 A ``query_directives`` call must stay within milliseconds at thousands of directives, so the
 directive rows (text, scope, embedding) are read in one query and kept per (pool, tenant,
-project, kg_nodes checkpoint): a call costs one checkpoint lookup until the graph changes.
-Policies are not cached here; they are evaluated per call (:mod:`kg.directives.service`).
+project) with a marker of their state: how many there are and the newest log position among
+them. A call costs one look at that marker (the log position alone would not do: every call
+appends its own ``DirectivesServed`` event). What policies govern a directive is not cached:
+:func:`governed_by` reads it per call for the directives about to be served.
 """
 
 from __future__ import annotations
@@ -21,16 +23,23 @@ from kg.directives.model import DIRECTIVE, when_texts
 from kg.directives.words import words
 
 _ROWS = """
-SELECT n.node_id, n.content, n.properties, n.labels, n.embedding::text AS embedding,
-       ARRAY(SELECT g.to_node FROM kg_edges g
-              WHERE g.tenant_id = n.tenant_id AND g.project_id = n.project_id
-                AND g.from_node = n.node_id AND g.edge_type = 'GOVERNED_BY'
-              ORDER BY g.to_node) AS governed_by
+SELECT n.node_id, n.content, n.properties, n.labels, n.embedding::text AS embedding
   FROM kg_nodes n
  WHERE n.tenant_id = $1 AND n.project_id = $2 AND n.node_type = $3
  ORDER BY n.node_id
 """
-_POSITION = "SELECT position FROM projection_checkpoints WHERE name = 'kg_nodes'"
+_MARKER = """
+SELECT count(*) AS n, coalesce(max(last_position), 0) AS newest,
+       (SELECT position FROM projection_checkpoints WHERE name = 'kg_nodes') AS position
+  FROM kg_nodes WHERE tenant_id = $1 AND project_id = $2 AND node_type = $3
+"""
+_GOVERNED_BY = """
+SELECT from_node, array_agg(to_node ORDER BY to_node) AS policies
+  FROM kg_edges
+ WHERE tenant_id = $1 AND project_id = $2 AND from_node = ANY($3::text[])
+   AND edge_type = 'GOVERNED_BY'
+ GROUP BY from_node
+"""
 _KEEP = 8
 
 
@@ -58,34 +67,45 @@ class DirectiveRow:
     subject: str
     section: str
     labels: tuple[str, ...]
-    governed_by: tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class Catalogue:
-    position: int
+    position: int  # the projection's position when read (the as-of position of a result)
     rows: tuple[DirectiveRow, ...]
     vectors: npt.NDArray[np.float32] | None  # row i's unit vector (zeros when it has none)
 
 
-_cache: OrderedDict[tuple[int, str, str, int], Catalogue] = OrderedDict()
+_cache: OrderedDict[tuple[int, str, str], tuple[tuple[int, int], Catalogue]] = OrderedDict()
 
 
 async def load(conn: asyncpg.Connection, pool_key: int, scope: Scope) -> Catalogue:
-    """The catalogue as of the projection the transaction of ``conn`` sees."""
-    position = int(await conn.fetchval(_POSITION) or 0)
-    key = (pool_key, scope.tenant_id, scope.project_id, position)
+    """The directives as the transaction of ``conn`` sees them (its snapshot)."""
+    mark = await conn.fetchrow(_MARKER, scope.tenant_id, scope.project_id, DIRECTIVE)
+    marker = (int(mark["n"]), int(mark["newest"]))
+    position = int(mark["position"] or 0)
+    key = (pool_key, scope.tenant_id, scope.project_id)
     found = _cache.get(key)
-    if found is not None:
+    if found is not None and found[0] == marker:
         _cache.move_to_end(key)
-        return found
+        return Catalogue(position, found[1].rows, found[1].vectors)
     records = await conn.fetch(_ROWS, scope.tenant_id, scope.project_id, DIRECTIVE)
     rows = tuple(_row(r) for r in records)
     catalogue = Catalogue(position, rows, _vectors([r["embedding"] for r in records]))
-    _cache[key] = catalogue
+    _cache[key] = (marker, catalogue)
     while len(_cache) > _KEEP:
         _cache.popitem(last=False)
     return catalogue
+
+
+async def governed_by(
+    conn: asyncpg.Connection, scope: Scope, node_ids: list[str]
+) -> dict[str, tuple[str, ...]]:
+    """The policies attached (GOVERNED_BY) to each of these directives."""
+    if not node_ids:
+        return {}
+    rows = await conn.fetch(_GOVERNED_BY, scope.tenant_id, scope.project_id, node_ids)
+    return {r["from_node"]: tuple(r["policies"]) for r in rows}
 
 
 def _strs(value: Any) -> tuple[str, ...]:
@@ -124,7 +144,6 @@ def _row(r: asyncpg.Record) -> DirectiveRow:
         subject=str(p.get("subject", "")),
         section=str(p.get("section", "")),
         labels=tuple(r["labels"]),
-        governed_by=tuple(r["governed_by"]),
     )
 
 

@@ -93,13 +93,14 @@ async def musts_for(
         if by_glob or by_layer:
             candidates.append(scorer.score(row, 0.0))
     candidates.sort(key=lambda s: (-s.score, s.row.node_id))
+    governing = await catalogue.governed_by(conn, scope, [s.row.node_id for s in candidates])
     allowance = int(token_budget * SHARE) if token_budget else None
     chosen: list[GraphDirective] = []
     used = 0
     for s in candidates:
         if len(chosen) == MAX_MUSTS:
             break
-        verdict = gov.verdict("Directive", s.row.labels, s.row.governed_by)
+        verdict = gov.verdict("Directive", s.row.labels, governing.get(s.row.node_id, ()))
         if verdict.denied_by or verdict.redacted_by:
             continue  # a rule a policy withholds is left out, like a denied node
         d = GraphDirective(s.row.node_id, s.row.text, s.row.source)

@@ -162,13 +162,6 @@ async def query_directives(
     if query_text:
         literal = await query_vector(rt.embedder, query_text)
         vector = np.array(literal.strip("[]").split(","), dtype=np.float32)
-    async with tenant_transaction(
-        rt.app_pool, rt.scope.tenant_id, isolation="repeatable_read", readonly=True
-    ) as conn:
-        cat = await catalogue.load(conn, id(rt.app_pool), rt.scope)
-        gov = Governance({p.policy_id: p for p in await GraphReader(conn, rt.scope).policies()})
-    if not cat.rows:
-        raise NotFoundError(NO_DIRECTIVES)
     ctx = TaskContext(
         layer=detected.layer,
         topics=frozenset(detected.topic_names),
@@ -179,15 +172,23 @@ async def query_directives(
         strict_layer=strict_layer,
         topic_confidence={f.value: f.confidence for f in detected.topics},
     )
-    sims = similarities(cat.vectors, vector, len(cat.rows)).tolist()
-    scorer = Scorer(ctx)
-    scored = []
-    for row, sim in zip(cat.rows, sims, strict=True):
-        relevance = scorer.relevance(row, sim)
-        if relevance is not None and (relevance >= MIN_RELEVANCE or row.always_apply):
-            scored.append(scorer.score(row, sim))
-    eligible = sorted(scored, key=lambda s: (-s.score, s.row.node_id))
-    served, cut, tokens = _fit(eligible, gov, token_budget)
+    async with tenant_transaction(
+        rt.app_pool, rt.scope.tenant_id, isolation="repeatable_read", readonly=True
+    ) as conn:
+        cat = await catalogue.load(conn, id(rt.app_pool), rt.scope)
+        if not cat.rows:
+            raise NotFoundError(NO_DIRECTIVES)
+        sims = similarities(cat.vectors, vector, len(cat.rows)).tolist()
+        scorer = Scorer(ctx)
+        scored = []
+        for row, sim in zip(cat.rows, sims, strict=True):
+            relevance = scorer.relevance(row, sim)
+            if relevance is not None and (relevance >= MIN_RELEVANCE or row.always_apply):
+                scored.append(scorer.score(row, sim))
+        eligible = sorted(scored, key=lambda s: (-s.score, s.row.node_id))
+        gov = Governance({p.policy_id: p for p in await GraphReader(conn, rt.scope).policies()})
+        governing = await catalogue.governed_by(conn, rt.scope, [s.row.node_id for s in eligible])
+    served, cut, tokens = _fit(eligible, gov, governing, token_budget)
     redacted = sum(1 for s, shown in served if not shown)
     entries = [_entry(s, shown) for s, shown in served]
     checklist = render_checklist(detected, entries)
@@ -228,14 +229,14 @@ def _tokens(text: str) -> int:
 
 
 def _fit(
-    eligible: list[Scored], gov: Governance, budget: int
+    eligible: list[Scored], gov: Governance, governing: dict[str, tuple[str, ...]], budget: int
 ) -> tuple[list[tuple[Scored, bool]], int, int]:
     """The three most relevant MUSTs first (never cut), then the rest by score while they fit.
 
     Each candidate is decided by the policies once; a denied one is only counted."""
     admitted: list[tuple[Scored, bool]] = []
     for s in eligible:
-        verdict = gov.admit(DIRECTIVE, s.row.labels, s.row.governed_by)
+        verdict = gov.admit(DIRECTIVE, s.row.labels, governing.get(s.row.node_id, ()))
         if not verdict.denied:
             admitted.append((s, not verdict.redacted))
     musts = [a for a in admitted if a[0].row.strength == "MUST"][:PROTECTED_MUSTS]

@@ -235,3 +235,26 @@ async def test_a_decision_names_the_rules_it_followed_and_lineage_shows_them(
     assert set(decision.informed_by) <= shown
     with pytest.raises(NotFoundError, match="served_id returned by query_directives"):
         await record_decision(rules, text="x", context_graph_ids=["ds_nope"])
+
+
+async def test_a_policy_attached_to_one_directive_applies_at_once(rules: Runtime) -> None:
+    from kg.events import EdgeAsserted
+
+    ask = {"task": "add a migration", "paths": ["migrations/versions/0013_x.py"]}
+    before = await query_directives(rules, **ask)  # the directives are now cached
+    hidden = before.directives[0]["node_id"]
+    rule = PolicyRule(effect="deny", scope="selected")
+    await rules.store.append(
+        rules.scope,
+        "policy:hide-one",
+        [
+            PolicyDefined(policy_id="policy:hide-one", name="hide one rule", rule=rule),
+            EdgeAsserted(edge_type="GOVERNED_BY", from_node=hidden, to_node="policy:hide-one"),
+        ],
+    )
+
+    after = await query_directives(rules, **ask)
+
+    assert hidden not in [d["node_id"] for d in after.directives]
+    assert after.excluded_by_policy == 1
+    assert len(after.directives) == len(before.directives) - 1
