@@ -12,7 +12,7 @@ import sys
 import typer
 from rich.markup import escape
 
-from kg.cli.common import console, err_console, run
+from kg.cli.common import console, err_console, fail, run
 
 rules_app = typer.Typer(
     help="Project rules (AGENTS.md, .cursor/rules, docs/rules) as directives.",
@@ -33,8 +33,12 @@ def _read_diff(diff: str | None) -> str:
         return ""
     if diff == "-":
         return sys.stdin.read()
-    with open(diff, encoding="utf-8", errors="replace") as handle:
-        return handle.read()
+    try:
+        with open(diff, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except OSError as error:
+        fail(f"cannot read the diff file {escape(diff)}: {escape(error.strerror or str(error))}")
+        raise  # fail() exits; this line is for the type checker
 
 
 @rules_app.command("detect")

@@ -42,6 +42,10 @@ def test_rules_query_prints_a_checklist_and_detect_shows_the_evidence(
         {"path": "tests/test_a.py", "layer": "5-Tests", "convention": "tests"}
     ]
 
+    missing = kg("rules", "detect", "--diff", "nope.diff", env=env, cwd=root)
+    assert missing.returncode == 1
+    assert "error: cannot read the diff file nope.diff: No such file or directory" in missing.stderr
+
     bad = kg("rules", "query", "--layer", "Kitchen", env=env, cwd=root)
     assert bad.returncode == 1
     assert "error: layer 'Kitchen' is unknown" in bad.stderr
