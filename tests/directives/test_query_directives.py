@@ -258,3 +258,23 @@ async def test_a_policy_attached_to_one_directive_applies_at_once(rules: Runtime
     assert hidden not in [d["node_id"] for d in after.directives]
     assert after.excluded_by_policy == 1
     assert len(after.directives) == len(before.directives) - 1
+
+
+async def test_a_bad_rules_file_is_reported_and_skipped_and_the_rest_is_ingested(
+    runtime: Runtime,
+) -> None:
+    root = runtime.settings.project_root
+    (root / ".cursor/rules").mkdir(parents=True)
+    (root / ".cursor/rules/bad.mdc").write_text("---\nglobs: src/{api\n---\n- Never do this.\n")
+    (root / "AGENTS.md").write_text(
+        "# Rules\n\n## Testing\n\n- Never mock the database in tests.\n"
+    )
+
+    report = await ingest_paths(runtime, None)
+    served = await query_directives(runtime, task="write a test", paths=["tests/test_a.py"])
+
+    assert [str(p) for p in report.problems] == [
+        ".cursor/rules/bad.mdc:2: glob 'src/{api': '{' is never closed; the rules in this "
+        "file were skipped"
+    ]
+    assert [d["text"] for d in served.directives] == ["Never mock the database in tests."]
