@@ -202,7 +202,8 @@ async def _where(
             f"OR payload->'supersedes' ? {n} OR payload->'references' ? {n} "
             f"OR payload->'node_ids' ? {n} "
             f"OR (event_type IN ('ContextGraphBuilt', 'ContextGraphUsed') "
-            f"AND payload->>'context_graph_id' = ANY({g}::text[])))"
+            f"AND payload->>'context_graph_id' = ANY({g}::text[])) "
+            f"OR (event_type = 'DirectivesServed' AND payload->>'served_id' = ANY({g}::text[])))"
         )
     if f.session:
         s, n = arg(f.session), arg(f"session:{f.session}")

@@ -231,6 +231,9 @@ async def test_a_decision_names_the_rules_it_followed_and_lineage_shows_them(
     traced = (await trace_decision_lineage(rules, decision.decision_id, "upstream", 2)).to_dict()
 
     assert decision.informed_by == tuple(d["node_id"] for d in served.directives)
+    trail_of = TrailFilter(decision=decision.decision_id)
+    entries = [e async for e in trail(rules.app_pool, rules.scope, trail_of)]
+    assert [e.event_type for e in entries] == ["DirectivesServed", "DecisionRecorded"]
     shown = {step["id"] for step in traced["steps"]}
     assert set(decision.informed_by) <= shown
     with pytest.raises(NotFoundError, match="served_id returned by query_directives"):
