@@ -74,41 +74,44 @@ TOPICS: dict[str, tuple[str, ...]] = {
 
 
 @lru_cache(maxsize=16)
-def _compiled(config: DirectiveConfig) -> tuple[tuple[str, re.Pattern[str]], ...]:
+def _matcher(config: DirectiveConfig) -> tuple[re.Pattern[str], dict[str, str]]:
+    """One pattern over every word (longest first, so the longest match wins where words
+    overlap: "API keys" is security, not also api) and the topic each word counts for (a word
+    in two dictionaries counts for the first by name)."""
     merged: dict[str, set[str]] = {t: set(ws) for t, ws in TOPICS.items()}
     for topic, extra in config.topics:
         merged.setdefault(topic, set()).update(extra)
-    out = []
+    owner: dict[str, str] = {}
     for topic, words in sorted(merged.items()):
-        ordered = sorted(words, key=lambda w: (-len(w), w))
-        alternation = "|".join(re.escape(w) for w in ordered)
-        out.append((topic, re.compile(rf"(?<![\w-])(?:{alternation})(?![\w-])", re.IGNORECASE)))
-    return tuple(out)
+        for word in sorted(words):
+            owner.setdefault(word.casefold(), topic)
+    ordered = sorted(owner, key=lambda w: (-len(w), w))
+    alternation = "|".join(re.escape(w) for w in ordered)
+    pattern = re.compile(rf"(?<![\w-])(?:{alternation})(?![\w-])", re.IGNORECASE)
+    return pattern, owner
+
+
+@lru_cache(maxsize=8192)
+def _hits(text: str, config: DirectiveConfig) -> tuple[tuple[str, int], ...]:
+    pattern, owner = _matcher(config)
+    seen: set[str] = set()
+    found: Counter[str] = Counter()
+    for match in pattern.finditer(text):
+        word = match.group(0).casefold()
+        key = word.removesuffix("s")
+        if key not in seen:  # "invoice" three times is one word of evidence
+            seen.add(key)
+            found[owner[word]] += 1
+    return tuple(sorted(found.items()))
 
 
 def topic_hits(text: str, config: DirectiveConfig = DEFAULT_CONFIG) -> Counter[str]:
     """``topic -> number of its distinct words found`` in ``text`` (absent: none found).
 
-    Where matches overlap the longest wins: "API keys" counts for security, not also for api.
+    Rule files repeat their section headings and descriptions for every statement, so the
+    answer for a text is kept (an LRU of a few thousand texts).
     """
-    matches = [
-        (m.start(), m.end(), topic)
-        for topic, pattern in _compiled(config)
-        for m in pattern.finditer(text)
-    ]
-    matches.sort(key=lambda m: (m[0] - m[1], m[0], m[2]))
-    taken: list[tuple[int, int]] = []
-    seen: set[tuple[str, str]] = set()
-    found: Counter[str] = Counter()
-    for start, end, topic in matches:
-        if any(start < e and s < end for s, e in taken):
-            continue
-        taken.append((start, end))
-        word = text[start:end].casefold().removesuffix("s")
-        if (topic, word) not in seen:  # "invoice" three times is one word of evidence
-            seen.add((topic, word))
-            found[topic] += 1
-    return found
+    return Counter(dict(_hits(text, config)))
 
 
 def topics_of(texts: Iterable[str], config: DirectiveConfig = DEFAULT_CONFIG) -> tuple[str, ...]:
