@@ -17,15 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import asyncpg
-
-from kg.config import Scope
-from kg.directives import catalogue
 from kg.directives.detect import detect_context
 from kg.directives.globs import glob_matches
 from kg.directives.score import Scorer, TaskContext, applicable
 from kg.directives.words import words
 from kg.policies.evaluate import Governance
+from kg.read import directives as directive_rows
+from kg.read.reader import Snapshot
 
 MAX_MUSTS = 5
 SHARE = 0.25
@@ -60,8 +58,7 @@ def node_files(nodes: Any) -> list[str]:
 
 
 async def musts_for(
-    conn: asyncpg.Connection,
-    scope: Scope,
+    snap: Snapshot,
     pool_key: int,
     files: list[str],
     task: str,
@@ -70,7 +67,7 @@ async def musts_for(
 ) -> list[GraphDirective]:
     if not files:
         return []
-    cat = await catalogue.load(conn, pool_key, scope)
+    cat = await directive_rows.load(snap, pool_key)
     if not cat.rows:
         return []
     detected = detect_context(Path("."), task=task, paths=files, manifests=False)
@@ -93,7 +90,7 @@ async def musts_for(
         if by_glob or by_layer:
             candidates.append(scorer.score(row, 0.0))
     candidates.sort(key=lambda s: (-s.score, s.row.node_id))
-    governing = await catalogue.governed_by(conn, scope, [s.row.node_id for s in candidates])
+    governing = await directive_rows.governed_by(snap, [s.row.node_id for s in candidates])
     allowance = int(token_budget * SHARE) if token_budget else None
     chosen: list[GraphDirective] = []
     used = 0

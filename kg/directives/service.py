@@ -16,8 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from kg.db.tenancy import tenant_transaction
-from kg.directives import catalogue
 from kg.directives.detect import DetectedContext, detect_context
 from kg.directives.model import DIRECTIVE, STRENGTHS, layer_name
 from kg.directives.score import MIN_RELEVANCE, Scored, Scorer, TaskContext, similarities
@@ -30,7 +28,7 @@ from kg.ingest.files import project_relpath
 from kg.ingest.schema_map import load_schema_map
 from kg.policies.evaluate import Governance
 from kg.policies.model import REDACTED_NAME
-from kg.projections.graph_reader import GraphReader
+from kg.read import directives as directive_rows
 from kg.runtime import Runtime
 from kg.validation import check_text, check_texts, clip
 
@@ -156,7 +154,6 @@ async def query_directives(
             f"token_budget {token_budget} is out of range: use {MIN_BUDGET} to {MAX_BUDGET}"
         )
     detected = await detect(rt, task=task, paths=paths, diff=diff, layer=layer, topics=topics)
-    await rt.catch_up()
     query_text = task.strip() or " ".join(detected.topic_names)
     vector = None
     if query_text:
@@ -172,10 +169,8 @@ async def query_directives(
         strict_layer=strict_layer,
         topic_confidence={f.value: f.confidence for f in detected.topics},
     )
-    async with tenant_transaction(
-        rt.app_pool, rt.scope.tenant_id, isolation="repeatable_read", readonly=True
-    ) as conn:
-        cat = await catalogue.load(conn, id(rt.app_pool), rt.scope)
+    async with rt.reader().snapshot() as snap:
+        cat = await directive_rows.load(snap, id(rt.app_pool))
         if not cat.rows:
             raise NotFoundError(NO_DIRECTIVES)
         sims = similarities(cat.vectors, vector, len(cat.rows)).tolist()
@@ -186,8 +181,8 @@ async def query_directives(
             if relevance is not None and (relevance >= MIN_RELEVANCE or row.always_apply):
                 scored.append(scorer.score(row, sim))
         eligible = sorted(scored, key=lambda s: (-s.score, s.row.node_id))
-        gov = Governance({p.policy_id: p for p in await GraphReader(conn, rt.scope).policies()})
-        governing = await catalogue.governed_by(conn, rt.scope, [s.row.node_id for s in eligible])
+        gov = (await snap.governed()).governance
+        governing = await directive_rows.governed_by(snap, [s.row.node_id for s in eligible])
     served, cut, tokens = _fit(eligible, gov, governing, token_budget)
     redacted = sum(1 for s, shown in served if not shown)
     entries = [_entry(s, shown) for s, shown in served]

@@ -12,7 +12,6 @@ from kg.directives.service import detect, query_directives
 from kg.errors import NotFoundError, ValidationError
 from kg.events import EventMetadata, NodeAsserted, PolicyDefined
 from kg.events.directives import DirectivesServed
-from kg.graph_queries import governed_reader
 from kg.ingest.service import ingest_paths
 from kg.policies.model import PolicyRule
 from kg.runtime import Runtime
@@ -144,8 +143,8 @@ async def test_the_session_trail_shows_which_rules_an_agent_was_given(rules: Run
 
 async def directive_rows(rt: Runtime) -> dict[str, tuple[str, dict[str, object]]]:
     """``content -> (node id, properties)`` of the projected directives."""
-    async with governed_reader(rt) as (reader, _):
-        rows = await reader.conn.fetch(
+    async with rt.reader().snapshot() as snap:
+        rows = await snap.conn.fetch(
             "SELECT node_id, content, properties FROM kg_nodes WHERE node_type = 'Directive'"
         )
     return {r["content"]: (r["node_id"], dict(r["properties"])) for r in rows}
@@ -171,8 +170,8 @@ async def test_an_edited_rule_supersedes_the_old_one_and_reordering_keeps_ids(
     new_id, properties = after["Never commit secrets or tokens to git."]
     assert new_id != old_id
     assert properties["supersedes"] == old_id
-    async with governed_reader(runtime) as (reader, _):
-        edges = await reader.conn.fetch(
+    async with runtime.reader().snapshot() as snap:
+        edges = await snap.conn.fetch(
             "SELECT to_node FROM kg_edges WHERE from_node = $1 AND edge_type = 'SUPERSEDES'",
             new_id,
         )

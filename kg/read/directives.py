@@ -1,4 +1,5 @@
-"""The project's directives as the ranking needs them, read again only when they change.
+"""The project's directives as the ranking needs them (:mod:`kg.directives`), read again only
+when they change.
 
 A ``query_directives`` call must stay within milliseconds at thousands of directives, so the
 directive rows (text, scope, embedding) are read in one query and kept per (pool, tenant,
@@ -18,9 +19,9 @@ import asyncpg
 import numpy as np
 import numpy.typing as npt
 
-from kg.config import Scope
 from kg.directives.model import DIRECTIVE, when_texts
 from kg.directives.words import words
+from kg.read.reader import Snapshot
 
 _ROWS = """
 SELECT n.node_id, n.content, n.properties, n.labels, n.embedding::text AS embedding
@@ -79,8 +80,9 @@ class Catalogue:
 _cache: OrderedDict[tuple[int, str, str], tuple[tuple[int, int], Catalogue]] = OrderedDict()
 
 
-async def load(conn: asyncpg.Connection, pool_key: int, scope: Scope) -> Catalogue:
-    """The directives as the transaction of ``conn`` sees them (its snapshot)."""
+async def load(snap: Snapshot, pool_key: int) -> Catalogue:
+    """The directives as ``snap`` sees them."""
+    conn, scope = snap.conn, snap.scope
     mark = await conn.fetchrow(_MARKER, scope.tenant_id, scope.project_id, DIRECTIVE)
     marker = (int(mark["n"]), int(mark["newest"]))
     position = int(mark["position"] or 0)
@@ -98,13 +100,13 @@ async def load(conn: asyncpg.Connection, pool_key: int, scope: Scope) -> Catalog
     return catalogue
 
 
-async def governed_by(
-    conn: asyncpg.Connection, scope: Scope, node_ids: list[str]
-) -> dict[str, tuple[str, ...]]:
+async def governed_by(snap: Snapshot, node_ids: list[str]) -> dict[str, tuple[str, ...]]:
     """The policies attached (GOVERNED_BY) to each of these directives."""
     if not node_ids:
         return {}
-    rows = await conn.fetch(_GOVERNED_BY, scope.tenant_id, scope.project_id, node_ids)
+    rows = await snap.conn.fetch(
+        _GOVERNED_BY, snap.scope.tenant_id, snap.scope.project_id, node_ids
+    )
     return {r["from_node"]: tuple(r["policies"]) for r in rows}
 
 
