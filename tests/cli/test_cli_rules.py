@@ -16,7 +16,7 @@ def test_rules_query_prints_a_checklist_and_detect_shows_the_evidence(
 ) -> None:
     root = tmp_path / "examples"
     shutil.copytree(EXAMPLES, root)
-    (root / ".kg").mkdir()
+    (root / ".kg").mkdir(exist_ok=True)
     env = cli_env(db_url)
     assert kg("ingest", ".", env=env, cwd=root).returncode == 0
 
