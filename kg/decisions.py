@@ -8,12 +8,13 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from kg.errors import ConcurrencyConflictError, NotFoundError, ValidationError
-from kg.events import DecisionRecorded, EventMetadata, build_event
+from kg.events import DecisionRecorded, DirectivesServed, EventMetadata, build_event
 from kg.read.records import Records
 from kg.runtime import Runtime
 from kg.validation import MAX_ID_CHARS, check_text, check_texts, clip, clip_many
 
 MAX_INFORMED_BY = 1000
+SERVED_PREFIX = "ds_"  # kg.directives.service names served directive sets so
 
 
 @dataclass(frozen=True)
@@ -29,10 +30,28 @@ class RecordedDecision:
         return asdict(self)
 
 
-async def _informing_nodes(records: Records, graph_ids: Sequence[str]) -> list[str]:
-    """Per informing graph: the nodes a tool call reported using, else every node it showed."""
+async def _served_directives(rt: Runtime, served_ids: Sequence[str]) -> list[str]:
+    """The directives each ``query_directives`` result (``ds_...``) served, from its event."""
+    nodes: list[str] = []
+    for served_id in served_ids:
+        events = await rt.store.read_stream(rt.scope, f"directives:{served_id}")
+        served = [e.event for e in events if e.event_type == "DirectivesServed"]
+        if not served:
+            raise NotFoundError(
+                f"served directives {clip_many([served_id])} not found in this project: pass "
+                "the served_id returned by query_directives"
+            )
+        nodes += [d for e in served if isinstance(e, DirectivesServed) for d in e.directive_ids]
+    return nodes
+
+
+async def _informing_nodes(
+    records: Records, graph_ids: Sequence[str], rules: Sequence[str] = ()
+) -> list[str]:
+    """Per informing graph: the nodes a tool call reported using, else every node it showed;
+    ``rules`` (the directives of served ``ds_...`` ids) come first."""
     if not graph_ids:
-        return []
+        return list(rules)[:MAX_INFORMED_BY]
     shown = await records.context_graphs(graph_ids)
     used_by = await records.used_nodes(graph_ids)
     missing = sorted(set(graph_ids) - {g.context_graph_id for g in shown})
@@ -41,7 +60,7 @@ async def _informing_nodes(records: Records, graph_ids: Sequence[str]) -> list[s
             f"context graph(s) {clip_many(missing)} not found in this project: pass ids returned "
             "by build_context_graph"
         )
-    nodes: dict[str, None] = {}
+    nodes: dict[str, None] = dict.fromkeys(rules)
     for g in sorted(shown, key=lambda g: graph_ids.index(g.context_graph_id)):
         for node_id in g.node_ids:
             if g.context_graph_id not in used_by or node_id in used_by[g.context_graph_id]:
@@ -86,8 +105,11 @@ async def record_decision(
     if metadata is not None and metadata.session_id is not None:
         check_text("session_id", metadata.session_id, 200)
     graph_ids = list(dict.fromkeys(context_graph_ids))
+    rules = await _served_directives(rt, [g for g in graph_ids if g.startswith(SERVED_PREFIX)])
     async with rt.reader().records() as records:
-        informed_by = await _informing_nodes(records, graph_ids)
+        informed_by = await _informing_nodes(
+            records, [g for g in graph_ids if not g.startswith(SERVED_PREFIX)], rules
+        )
         await _check_nodes_exist(records, list(references), "referenced")
         not_decisions = [s for s in supersedes if not s.startswith("decision:")]
         if not_decisions:

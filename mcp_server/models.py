@@ -86,6 +86,12 @@ class BudgetOut(BaseModel):
     )
 
 
+class ContextDirectiveOut(BaseModel):
+    node_id: str
+    text: str
+    source: str = Field(description="file:line of the rule")
+
+
 class ContextGraphOut(BaseModel):
     context_graph_id: str = Field(
         description="Pass it to record_context_usage and record_decision (context_graph_ids)"
@@ -104,6 +110,11 @@ class ContextGraphOut(BaseModel):
     )
     embedder: str | None
     warnings: list[str]
+    directives: list[ContextDirectiveOut] = Field(
+        default_factory=list,
+        description="MUST project rules governing the graph's files (also in the rendering); "
+        "absent when none",
+    )
 
 
 class ContextUsageOut(BaseModel):
@@ -196,6 +207,66 @@ class LintOut(BaseModel):
     errors: int
     warnings: int
     problems: list[LintProblemOut]
+
+
+class FindingOut(BaseModel):
+    value: str
+    confidence: float = Field(description="0..1")
+    evidence: list[str] = Field(description="What pointed at it (paths, words, manifests)")
+
+
+class PathLayerOut(BaseModel):
+    path: str
+    layer: str
+    convention: str = Field(description="The path convention that matched")
+
+
+class DetectedOut(BaseModel):
+    layer: str | None = Field(description="The detected layer (1-Presentation ... 7-Deployment)")
+    layer_confidence: float
+    layer_candidates: list[FindingOut] = Field(description="Every layer with votes, best first")
+    topics: list[FindingOut]
+    languages: list[FindingOut]
+    frameworks: list[FindingOut]
+    path_layers: list[PathLayerOut]
+    paths: list[str] = Field(description="The files considered (given and from the diff)")
+    confidence: float = Field(description="Overall, 0..1; below 0.3 a warning says so")
+    warnings: list[str]
+
+
+class DirectiveOut(BaseModel):
+    node_id: str
+    strength: str = Field(description="MUST, SHOULD or MAY")
+    text: str = Field(description="The rule statement ('[redacted]' when a policy redacts it)")
+    source: str = Field(description="file:line of the statement")
+    score: float = Field(description="The documented relevance score (kg.directives.score)")
+    redacted: bool
+    parts: dict[str, float] = Field(description="Each term of the score, before its weight")
+
+
+class DirectivesDiagnosticsOut(BaseModel):
+    layer: str | None
+    layer_confidence: float
+    topics: list[str]
+    confidence: float
+    considered: int = Field(description="Directives in the project")
+    applicable: int = Field(description="Directives whose scope and relevance fit the task")
+    served: int
+    cut_by_budget: int
+    excluded_by_policy: int
+    redacted_by_policy: int
+    token_estimate: int
+    token_budget: int
+
+
+class DirectivesOut(BaseModel):
+    served_id: str = Field(description="The id of the DirectivesServed event that logged this")
+    directives: list[DirectiveOut] = Field(description="MUST first, then SHOULD, then MAY")
+    checklist: str = Field(description="Prompt-ready Markdown checklist with file:line sources")
+    diagnostics: DirectivesDiagnosticsOut
+    detected: DetectedOut
+    as_of_position: int
+    warnings: list[str]
 
 
 def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:

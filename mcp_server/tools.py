@@ -34,11 +34,14 @@ from kg.context.request import (
     default_mode,
 )
 from kg.context.result import ContextGraph
+from kg.directives import service as directives
 from kg.validation import IdStr, LongStr, PathStr, QueryStr, ShortStr, TypeStr, UsageStr
 from mcp_server.models import (
     ContextGraphOut,
     ContextUsageOut,
     DecisionOut,
+    DetectedOut,
+    DirectivesOut,
     IngestOut,
     LineageOut,
     LintOut,
@@ -216,7 +219,11 @@ async def record_decision(
     ] = "general",
     confidence: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
     context_graph_ids: Annotated[
-        NodeIds, Field(description="Context graphs that informed the decision")
+        NodeIds,
+        Field(
+            description="Context graphs that informed the decision, and served_ids of "
+            "query_directives results (ds_...) whose rules it followed"
+        ),
     ] = (),
     references: Annotated[NodeIds, Field(description="Other nodes the decision refers to")] = (),
     supersedes: Annotated[
@@ -381,6 +388,76 @@ async def lint_graph(
     return structured(out, text)
 
 
+TaskText = Annotated[QueryStr, Field(description="What you are doing, in a sentence or two")]
+FilePaths = Annotated[
+    tuple[ProjectPath, ...],
+    Field(max_length=1000, description="Project-relative files in play (being read or edited)"),
+]
+Diff = Annotated[
+    str, Field(max_length=1_000_000, description="A unified diff of your change (git diff)")
+]
+Layer = Annotated[
+    ShortStr | None,
+    Field(description="The layer if you know it: 1-Presentation, 2-Application, 3-Domain, "
+          "4-Persistence, 5-Tests, 6-Docs, 7-Deployment (or its number)"),
+]  # fmt: skip
+Topics = Annotated[tuple[TypeStr, ...], Field(max_length=50, description="Topics if you know them")]
+
+
+async def detect_context(
+    ctx: KgContext,
+    task: TaskText = "",
+    paths: FilePaths = (),
+    diff: Diff = "",
+    layer: Layer = None,
+    topics: Topics = (),
+) -> Annotated[CallToolResult, DetectedOut]:
+    """Detect a task's context: its architectural layer (with candidates and confidence when
+    ambiguous), topics, languages and frameworks (from the project's manifests), and the layer
+    of each file path, each with its evidence and an overall confidence in 0..1. Reads files
+    only; writes nothing. query_directives does this itself: call this to check or to see why."""
+    found = await directives.detect(
+        runtime_of(ctx), task=task, paths=paths, diff=diff, layer=layer, topics=topics
+    )
+    return structured(DetectedOut.model_validate(found.to_dict()))
+
+
+async def query_directives(
+    ctx: KgContext,
+    task: TaskText = "",
+    paths: FilePaths = (),
+    diff: Diff = "",
+    layer: Layer = None,
+    topics: Topics = (),
+    strict_layer: Annotated[
+        bool, Field(description="Leave out directives scoped to other layers")
+    ] = False,
+    token_budget: Annotated[
+        int, Field(ge=100, le=20_000, description="Tokens the checklist may take")
+    ] = 900,
+    session_id: SessionId = None,
+) -> Annotated[CallToolResult, DirectivesOut]:
+    """The project's rules (AGENTS.md, .cursor/rules, docs/rules, ...) that apply to this
+    task, as a prompt-ready checklist with file:line sources: MUST first (the three most
+    relevant are never cut), then SHOULD and MAY, within the token budget. Give the task text
+    and the files in play (or a diff). Logged (DirectivesServed), so a reviewer can see which
+    rules you were given; the diagnostics say what was detected and what the budget cut."""
+    served = await directives.query_directives(
+        runtime_of(ctx), task=task, paths=paths, diff=diff, layer=layer, topics=topics,
+        strict_layer=strict_layer, token_budget=token_budget,
+        metadata=metadata_of(ctx, session_id),
+    )  # fmt: skip
+    d = served.diagnostics()
+    summary = (
+        f"served_id: {served.served_id}\nserved {d['served']} of {d['applicable']} applicable "
+        f"directives, ~{d['token_estimate']} tokens, {d['cut_by_budget']} cut by the budget, "
+        f"{d['excluded_by_policy']} withheld by policy"
+    )
+    return structured(
+        DirectivesOut.model_validate(served.to_dict()), f"{served.checklist}\n{summary}\n"
+    )
+
+
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 APPENDS = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 
@@ -407,6 +484,8 @@ def kg_tools() -> list[Tool]:
         (find_path, READ_ONLY),
         (ingest_markdown, APPENDS),
         (lint_graph, READ_ONLY),
+        (detect_context, READ_ONLY),
+        (query_directives, APPENDS),
     ]
     built = []
     for fn, hints in tools:

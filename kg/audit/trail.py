@@ -19,6 +19,7 @@ from kg.config import Scope
 from kg.errors import KgError, NotFoundError, ValidationError
 from kg.events.context import ContextGraphBuilt, ContextGraphUsed
 from kg.events.decision import DecisionRecorded
+from kg.events.directives import DirectivesServed
 from kg.events.envelope import RecordedEvent
 from kg.events.knowledge import EdgeAsserted, EdgeRetracted, NodeAsserted, NodeRetired
 from kg.events.policy import ActionRefused, PolicyChanged, PolicyDefined, PolicyRetired
@@ -124,6 +125,15 @@ def describe(e: RecordedEvent) -> tuple[str, str, str]:
         what = f"context graph used by tool call {event.tool_call_id} ({event.usage_type})"
         why = f"nodes used: {', '.join(event.node_ids)}" if event.node_ids else ""
         return f"context_graph:{event.context_graph_id}", what, _short(why, 500)
+    if isinstance(event, DirectivesServed):
+        task = _short(str(event.request.get("task") or ""), 200)
+        what = (
+            f"directives served ({len(event.directive_ids)} of {event.considered}, "
+            f"{event.cut_by_budget} cut by the budget, {event.excluded_count} excluded by "
+            f"policy; layer {event.detected.get('layer')}) as of position {event.as_of_position}"
+        )
+        why = f"task: {task}; directives: {', '.join(event.directive_ids)}"
+        return f"directives:{event.served_id}", what, _short(why, 1000)
     if isinstance(event, PolicyDefined):
         verb = "changed" if isinstance(event, PolicyChanged) else "defined"
         what = f"policy {verb} ({event.rule.effect}): {_short(event.name)}"
@@ -192,7 +202,8 @@ async def _where(
             f"OR payload->'supersedes' ? {n} OR payload->'references' ? {n} "
             f"OR payload->'node_ids' ? {n} "
             f"OR (event_type IN ('ContextGraphBuilt', 'ContextGraphUsed') "
-            f"AND payload->>'context_graph_id' = ANY({g}::text[])))"
+            f"AND payload->>'context_graph_id' = ANY({g}::text[])) "
+            f"OR (event_type = 'DirectivesServed' AND payload->>'served_id' = ANY({g}::text[])))"
         )
     if f.session:
         s, n = arg(f.session), arg(f"session:{f.session}")

@@ -123,6 +123,11 @@ COMMANDS: dict[str, Lazy] = {
         "The project's policies: list, explain a node, test a change.",
     ),
     "hooks": Lazy("kg.cli.hooks", "hooks_app", "Git hooks: lint staged specs, sync the graph."),
+    "rules": Lazy(
+        "kg.cli.rules",
+        "rules_app",
+        "Project rules (AGENTS.md, .cursor/rules, docs/rules) as directives.",
+    ),
     "server": Lazy(
         "kg.cli.server",
         "server_app",

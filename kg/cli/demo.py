@@ -98,3 +98,17 @@ async def _examples(rt: Runtime) -> None:
         f"kg inspect {epic}\n",
         markup=False,
     )
+    await _rules(ex)
+
+
+async def _rules(ex: Runtime) -> None:
+    """The example project's rules (AGENTS.md, .cursor/rules, docs/rules) for one task."""
+    from kg.directives.service import query_directives
+    from kg.events import EventMetadata
+
+    task, path = "add a column to the events table", "migrations/versions/0013_add_column.py"
+    served = await query_directives(
+        ex, task=task, paths=[path], metadata=EventMetadata(actor="kg demo")
+    )
+    console.print(f"kg rules query --task {task!r} --path {path}:\n", markup=False)
+    console.print(served.checklist, markup=False)

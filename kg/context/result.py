@@ -81,6 +81,9 @@ class ContextGraph:
     embedder: str | None = None
     warnings: tuple[str, ...] = ()
     context_graph_id: str = field(default="")
+    #: MUST directives that govern the graph's files (kg.directives.context): node_id, text,
+    #: source; absent from to_dict() when there are none
+    directives: tuple[dict[str, str], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The graph as JSON-ready data, lean: a node's ``properties`` and ``labels`` are left
@@ -95,6 +98,10 @@ class ContextGraph:
         data["semantic_anchors"] = [list(a) for a in self.semantic_anchors]
         data["governance"]["policies_applied"] = list(self.governance.policies_applied)
         data["warnings"] = list(self.warnings)
+        if self.directives:
+            data["directives"] = [dict(d) for d in self.directives]
+        else:
+            del data["directives"]
         return data
 
 

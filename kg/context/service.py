@@ -19,7 +19,7 @@ from kg.errors import NotFoundError, ValidationError
 from kg.events import AppendResult, ContextGraphBuilt, ContextGraphUsed, EventMetadata
 from kg.events.base import describe_validation_error
 from kg.read.code_anchors import is_code_location, resolve_code_anchors
-from kg.read.reader import Reader
+from kg.read.reader import Reader, Snapshot
 from kg.runtime import Runtime
 from kg.validation import MAX_ID_CHARS, check_text, check_texts, clip
 
@@ -38,7 +38,47 @@ async def build_in_snapshot(
     """Build from one consistent snapshot of the projection on ``pool`` as it is (no catch-up,
     no event written): a replay's schema, or a benchmark's database."""
     async with Reader(pool, scope).snapshot(catch_up=False) as snap:
-        return await snap.build(request, embedder)
+        return await build_with_rules(snap, id(pool), request, embedder)
+
+
+async def build_with_rules(
+    snap: Snapshot, pool_key: int, request: ContextRequest, embedder: EmbeddingProvider | None
+) -> ContextGraph:
+    """Build in ``snap``; when MUST directives govern the files of the graph's nodes, they are
+    added to it (:mod:`kg.directives.context`) and the graph is built again within the rest
+    of the token budget, so the whole stays inside it. A reproduction takes the same steps."""
+    from kg.directives import context as rules
+
+    graph = await snap.build(request, embedder)
+    governance = (await snap.governed()).governance
+    musts = await rules.musts_for(
+        snap, pool_key, rules.node_files(graph.nodes), request.task or "",
+        request.token_budget, governance,
+    )  # fmt: skip
+    if not musts:
+        return graph
+    extra = rules.tokens(musts)
+    if request.token_budget is not None:
+        # The same semantic anchors as the first build: only the budget shrinks.
+        inner = request.model_copy(
+            update={
+                "token_budget": max(1, request.token_budget - extra),
+                "semantic_k": request.anchors_wanted,
+            }
+        )
+        graph = await snap.build(inner, embedder)
+    return replace(
+        graph,
+        budget=replace(
+            graph.budget,
+            token_budget=request.token_budget,
+            tokens_used=graph.budget.tokens_used + extra,
+        ),
+        rendering=graph.rendering + rules.block(musts),
+        token_estimate=graph.token_estimate + extra,
+        content_hash=rules.combined_hash(graph.content_hash, musts),
+        directives=tuple({"node_id": d.node_id, "text": d.text, "source": d.source} for d in musts),
+    )
 
 
 def _needs_embedder(request: ContextRequest) -> bool:
@@ -54,7 +94,7 @@ async def build_context_graph(
         if any(is_code_location(a) for a in request.anchors):  # ``path:line`` names a symbol
             anchors = await resolve_code_anchors(snap.conn, rt.scope, request.anchors)
             request = request.model_copy(update={"anchors": anchors})
-        graph = await snap.build(request, embedder)
+        graph = await build_with_rules(snap, id(rt.app_pool), request, embedder)
     graph_id = f"cg_{uuid.uuid4().hex}"
     event = ContextGraphBuilt(
         context_graph_id=graph_id,

@@ -3,6 +3,7 @@
 from kg.events.base import DomainEvent, build_event, decode_event, upcaster
 from kg.events.context import ContextGraphBuilt, ContextGraphUsed
 from kg.events.decision import DecisionRecorded
+from kg.events.directives import DirectivesServed
 from kg.events.envelope import AppendResult, EventMetadata, PendingEvent, RecordedEvent
 from kg.events.knowledge import EdgeAsserted, EdgeRetracted, NodeAsserted, NodeRetired
 from kg.events.policy import ActionRefused, PolicyChanged, PolicyDefined, PolicyRetired
@@ -14,6 +15,7 @@ __all__ = [
     "ContextGraphBuilt",
     "ContextGraphUsed",
     "DecisionRecorded",
+    "DirectivesServed",
     "DomainEvent",
     "EdgeAsserted",
     "EdgeRetracted",

@@ -18,6 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kg.directives.config import DEFAULT_CONFIG
+from kg.directives.model import SHARED
 from kg.events import EdgeAsserted, EdgeRetracted, NodeAsserted, NodeRetired
 from kg.events.base import DomainEvent
 from kg.events.hashing import canonical_json
@@ -26,7 +28,8 @@ from kg.ingest.schema_map import SchemaMap
 
 # Bump when parsing rules change what a file produces, so unchanged files are re-derived.
 # 2: section heading path and document status in properties. 3: labels from front matter.
-PARSER_VERSION = "3"
+# 4: rule files' directives (kg.directives).
+PARSER_VERSION = "4"
 SOURCE_KEY = "kg_source"
 STREAM_PREFIX = "doc:"
 _MAX_STREAM = 500
@@ -53,6 +56,8 @@ def schema_fingerprint(schema: SchemaMap) -> str:
     fields: dict[str, object] = {"rules": rules, "prefixes": list(schema.requirement_prefixes)}
     if labels:  # absent when unused, so maps without labels keep their fingerprint
         fields["labels"] = labels
+    if schema.directives != DEFAULT_CONFIG:  # likewise for the directives' own settings
+        fields["directives"] = schema.directives.fingerprint()
     text = canonical_json(fields)
     if schema.code_languages or schema.code_exclude or schema.code_history != 500:
         code = [list(schema.code_languages), list(schema.code_exclude), schema.code_history]
@@ -125,7 +130,8 @@ def graph_edge(edge: ParsedEdge) -> EdgeState:
 
 
 def _is_requirement(node: ParsedNode) -> bool:
-    return node.node_type == REQUIREMENT or REQUIREMENT in node.labels
+    """Requirement nodes, and the topic and layer nodes of rule files, are shared."""
+    return node.node_type == REQUIREMENT or REQUIREMENT in node.labels or SHARED in node.labels
 
 
 def diff_file(

@@ -19,7 +19,7 @@ from kg.ingest.code.languages import is_source
 from kg.ingest.code.mentions import CodeNames
 from kg.ingest.slugs import MAX_SLUG, slugify
 
-MARKDOWN_SUFFIXES = (".md", ".markdown")
+MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdc")  # .mdc: Cursor rules
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 
 

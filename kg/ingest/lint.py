@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from kg.directives.model import SHARED
 from kg.ingest.model import (
     DEFINES,
     REFERENCES,
@@ -36,7 +37,7 @@ def find_dangling(
     problems: list[ParseProblem] = []
     for doc in documents:
         for node in doc.nodes:
-            if node.node_type == REQUIREMENT or REQUIREMENT in node.labels:
+            if node.node_type == REQUIREMENT or REQUIREMENT in node.labels or SHARED in node.labels:
                 continue
             first = where.get(node.node_id)
             if first is None:

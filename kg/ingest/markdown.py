@@ -99,13 +99,17 @@ def parse_text(
     source = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     builder = _Builder(relpath, source, schema, wiki_index)
     builder.run()
-    return ParsedDocument(
+    doc = ParsedDocument(
         relpath,
         content_hash,
         tuple(builder.nodes()),
         tuple(builder.edges.values()),
         tuple(builder.problems),
     )
+    # Rule files gain their directives (imported here: kg.directives builds on kg.ingest.model).
+    from kg.directives.nodes import with_directives
+
+    return with_directives(doc, source, schema.directives)
 
 
 @dataclass(slots=True)

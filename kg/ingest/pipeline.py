@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pydantic
 
+from kg.directives.supersede import link_edits
 from kg.errors import ConcurrencyConflictError
 from kg.events import EventMetadata, NodeRetired, PendingEvent
 from kg.events.multi import StreamEvent, append_multi
@@ -399,6 +400,8 @@ class Pipeline:
                 "fingerprint": self._fingerprint(rel, doc.content_hash),
             }
         reason = f"{rel} was removed" if doc is None else f"no longer in {rel}"
+        if doc is not None:
+            doc = link_edits(doc, projected)  # an edited rule statement supersedes the old one
         known_before = set(self.known_requirements)
         try:
             change = diff_file(

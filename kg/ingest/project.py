@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import Executor
 from pathlib import Path
 
+from kg.directives.files import RULE_FOLDERS, is_rule_path
 from kg.ingest.files import DEFAULT_MAX_BYTES, project_relpath
 from kg.ingest.links import MARKDOWN_SUFFIXES, WikiIndex
 from kg.ingest.markdown import parse_markdown, parse_text
@@ -20,22 +21,34 @@ SKIPPED_DIRS = frozenset({"node_modules", "__pycache__", "venv", "site-packages"
 def discover_markdown(root: Path) -> list[str]:
     """Project-relative POSIX paths of the Markdown files under ``root``, sorted.
 
-    Hidden folders (``.git``, ``.venv``, ...) and :data:`SKIPPED_DIRS` are not entered and
-    symlinked folders are not followed, so the walk stays inside the project.
+    Hidden folders (``.git``, ``.venv``, ...) and :data:`SKIPPED_DIRS` are not entered, except
+    the project's ``.cursor`` and ``.github`` for their rule files, and symlinked folders are
+    not followed, so the walk stays inside the project.
     """
-    return discover_files(root, MARKDOWN_SUFFIXES)
+    return discover_files(root, MARKDOWN_SUFFIXES, rule_folders=True)
 
 
-def discover_files(root: Path, suffixes: tuple[str, ...]) -> list[str]:
-    """:func:`discover_markdown` for any file names ending with ``suffixes`` (lowercased)."""
+def discover_files(
+    root: Path, suffixes: tuple[str, ...], *, rule_folders: bool = False
+) -> list[str]:
+    """:func:`discover_markdown` for any file names ending with ``suffixes`` (lowercased);
+    ``rule_folders``: also the rule files agents read in ``.cursor`` and ``.github``."""
     base = os.path.abspath(root)
     found: list[str] = []
     for folder, dirs, files in os.walk(base):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS]
         # Plain string joins, not Path objects: a one-file sync walks the whole project.
         rel = os.path.relpath(folder, base).replace(os.sep, "/")
         prefix = "" if rel == "." else rel + "/"
-        found += [prefix + name for name in files if name.lower().endswith(suffixes)]
+        hidden = rule_folders and prefix.startswith(tuple(f + "/" for f in RULE_FOLDERS))
+        dirs[:] = [
+            d
+            for d in dirs
+            if (not d.startswith(".") or (rule_folders and not prefix and d in RULE_FOLDERS))
+            and d not in SKIPPED_DIRS
+        ]
+        names = [prefix + n for n in files if n.lower().endswith(suffixes)]
+        # In .cursor and .github only the rule files agents read (kg.directives.nodes).
+        found += [p for p in names if is_rule_path(p)] if hidden else names
     return sorted(found)
 
 

@@ -36,6 +36,7 @@ from typing import Any
 
 import yaml
 
+from kg.directives.config import DEFAULT_CONFIG, DirectiveConfig, parse_directive_config
 from kg.errors import ValidationError
 from kg.ingest.requirements import DEFAULT_PREFIXES, RequirementMatcher
 
@@ -43,7 +44,9 @@ SCHEMA_FILES = (".kg/schema.yaml", "kg-schema.yaml")
 # The event layer's node type pattern (kg.events.knowledge): CamelCase letters and digits.
 _TYPE_NAME = re.compile(r"^[A-Z][A-Za-z0-9]{0,63}$")
 _PREFIX = re.compile(r"^[A-Za-z]+$")
-_TOP_KEYS = {"version", "include_defaults", "requirement_prefixes", "rules", "labels", "code"}
+_TOP_KEYS = {
+    "version", "include_defaults", "requirement_prefixes", "rules", "labels", "code", "directives"
+}  # fmt: skip
 _CODE_KEYS = {"languages", "exclude", "history"}
 _RULE_KEYS = {"type", "paths", "front_matter_type", "headings"}
 _LABEL_KEYS = {"paths", "labels"}
@@ -137,6 +140,7 @@ class SchemaMap:
     code_languages: tuple[str, ...] = ()  # empty: every supported language
     code_exclude: tuple[str, ...] = ()
     code_history: int = 500
+    directives: DirectiveConfig = DEFAULT_CONFIG  # rule statements (kg.directives.config)
     requirements: RequirementMatcher = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -234,6 +238,7 @@ def parse_schema_map(text: str, source: str) -> SchemaMap:
         raise fail("labels", "expected a list of {paths, labels} entries")
     labels = [_label_rule(raw, f"labels[{i}]", source) for i, raw in enumerate(raw_labels)]
     languages, exclude, history = _code(data.get("code", {}), source)
+    directives = parse_directive_config(data.get("directives"), source)
     return SchemaMap(
         tuple(rules),
         prefixes,
@@ -242,6 +247,7 @@ def parse_schema_map(text: str, source: str) -> SchemaMap:
         code_languages=languages,
         code_exclude=exclude,
         code_history=history,
+        directives=directives,
     )
 
 

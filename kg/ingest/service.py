@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
+from kg.directives.conflicts import find_conflicts
 from kg.events import EventMetadata
 from kg.ingest import gitio
 from kg.ingest.code.languages import SOURCE_SUFFIXES
@@ -187,8 +188,8 @@ async def lint_project(
     Every file is parsed (links are checked across the whole project), then only problems in
     ``paths`` (files or folders; default all) are returned: unreadable or refused files,
     malformed front matter, dangling links and anchors, duplicate ids, requirements defined
-    twice. Severity ``warning`` (an ambiguous wiki link) does not make the project fail lint.
-    No database is used.
+    twice, conflicting directives of rule files. Severity ``warning`` (an ambiguous wiki link)
+    does not make the project fail lint. No database is used.
 
     Raises:
         ValidationError: the project's schema map is malformed.
@@ -208,6 +209,7 @@ def lint_files(
     sources = discover_files(root, SOURCE_SUFFIXES)
     problems = [p for doc in docs for p in doc.problems] + find_dangling(docs, sources)
     policies = lint_policy_files(load_policy_files(root), docs)
+    problems += find_conflicts(docs)  # rule files: MUST and MUST NOT on the same subject
     if paths is not None:
         folder = policy_folder(root)
         if any(_covers_policy_files(root, p, folder) for p in paths):

@@ -72,7 +72,7 @@ async def projected_files(
     conn: asyncpg.Connection, scope: Scope, doc_ids: Sequence[str]
 ) -> dict[str, ProjectedFile]:
     """For each document id: its node, the sections (or, for a source file, the classes and
-    functions) it CONTAINS, and the edges leaving them."""
+    functions; for a rule file, its directives) it CONTAINS, and the edges leaving them."""
     files: dict[str, ProjectedFile] = {doc: ProjectedFile() for doc in doc_ids}
     owner: dict[str, str] = {doc: doc for doc in doc_ids}
     parents = list(doc_ids)
@@ -83,7 +83,7 @@ async def projected_files(
                 "SELECT from_node, to_node FROM kg_edges WHERE tenant_id = $1 "
                 "AND project_id = $2 AND from_node = ANY($3::text[]) AND edge_type = $4 "
                 "AND (to_node LIKE 'section:%' OR to_node LIKE 'class:%' "
-                "OR to_node LIKE 'function:%')",
+                "OR to_node LIKE 'function:%' OR to_node LIKE 'directive:%')",
                 scope.tenant_id,
                 scope.project_id,
                 chunk,

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kg.directives.files import RULE_FOLDERS, is_rule_path
 from kg.ingest.code.languages import SOURCE_SUFFIXES, is_source
 from kg.ingest.files import absolute_path, project_relpath
 from kg.ingest.links import MARKDOWN_SUFFIXES, is_markdown
@@ -55,6 +56,8 @@ def is_project_file(relpath: str) -> bool:
 
 def _in_scanned_folder(relpath: str) -> bool:
     folders = posixpath.dirname(relpath).split("/") if "/" in relpath else []
+    if folders and folders[0] in RULE_FOLDERS and is_rule_path(relpath):
+        folders = folders[1:]
     return not any(p.startswith(".") or p in SKIPPED_DIRS for p in folders)
 
 

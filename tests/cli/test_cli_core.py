@@ -80,6 +80,8 @@ def test_demo_runs_on_the_embedded_database_and_is_idempotent(project_dir: Path)
     assert "Card vault" not in first.stdout, "the secret document is denied by policy"
     assert "audit context: MATCH" in first.stdout
     assert "audit verify: ok, 16 events" in first.stdout, "15 demo events + the logged build"
+    rules = first.stdout.split("kg rules query")[1]
+    assert "### MUST" in rules and "(.cursor/rules/migrations.mdc:" in rules
 
     second = kg("demo", env=env, cwd=tmp_path)
     assert second.returncode == 0, second.stderr

@@ -65,15 +65,15 @@ def test_lint_prints_file_line_message_and_exits_1_on_errors(
 def test_ingest_reports_changes_problems_and_exit_code(env: dict[str, str], examples: Path) -> None:
     first = kg("ingest", ".", env=env, cwd=examples)
     assert first.returncode == 0, first.stderr
-    assert "ingested 11 files: 11 changed, 0 unchanged, 0 removed, 0 failed" in first.stdout
+    assert "ingested 16 files: 16 changed, 0 unchanged, 0 removed, 0 failed" in first.stdout
     again = kg("ingest", "docs", env=env, cwd=examples)
-    assert "10 files: 0 changed, 10 unchanged, 0 removed, 0 failed; 0 events" in again.stdout
+    assert "12 files: 0 changed, 12 unchanged, 0 removed, 0 failed; 0 events" in again.stdout
 
     (examples / "docs/bad.md").write_bytes(b"# Bad\n\x00binary")
     (examples / "docs/stories/sync-on-commit.md").unlink()
     bad = kg("ingest", "docs", env=env, cwd=examples)
     assert bad.returncode == 1
-    assert "0 changed, 9 unchanged, 1 removed, 1 failed" in bad.stdout
+    assert "0 changed, 11 unchanged, 1 removed, 1 failed" in bad.stdout
     assert "docs/bad.md:2: refused: binary file (NUL byte at offset 6)" in bad.stderr
     typo = kg("ingest", "docs/nope.md", env=env, cwd=examples)
     assert typo.returncode == 1

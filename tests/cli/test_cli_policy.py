@@ -63,6 +63,7 @@ READS_THE_GRAPH: dict[str, list[tuple[str, ...]]] = {
         ("policy", "explain", "document:card-data", "--json"),
     ],
     "policy test": [("policy", "test")],
+    "rules query": [("rules", "query", "--task", "vault secret card", "--json")],
 }
 
 # Commands that print no node names or content, and why.
@@ -77,6 +78,8 @@ NO_GRAPH_CONTENT = {
     # Keys and checkpoints hold hashes only; a proof carries the proved events as recorded,
     # like the trail.
     "audit keygen", "audit checkpoint", "audit prove",
+    # The task's layer, topics and technologies: from the task, paths and manifests only.
+    "rules detect",
 }  # fmt: skip
 
 

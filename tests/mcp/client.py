@@ -35,6 +35,8 @@ TOOLS = {
     "find_path",
     "ingest_markdown",
     "lint_graph",
+    "detect_context",
+    "query_directives",
 }
 
 

@@ -64,6 +64,8 @@ READS_THE_GRAPH: dict[str, list[dict[str, Any]]] = {
     "record_context_usage": [
         {"context_graph_id": CG, "tool_call_id": "t-1", "node_ids": ["component:vault"]},
     ],
+    # The shop holds no directives: the error that says how to add rules names no node.
+    "query_directives": [{"task": "vault secret card content", "paths": ["vault/keys.py"]}],
 }
 
 # Tools that return no node names or content, and why.
@@ -72,6 +74,8 @@ NO_GRAPH_CONTENT = {
     # own paths, counts and lint messages.
     "ingest_markdown",
     "lint_graph",
+    # The task's layer, topics and technologies: from the task, paths, diff and manifests only.
+    "detect_context",
 }
 
 

@@ -1,0 +1,180 @@
+"""Which directives apply to a task, and how relevant each one is: the documented score.
+
+``score = 10 * authority + 8 * condition + 7 * layer + 5 * topics + 4 * severity + 3 * semantic``
+
+* authority: when the directive's file is authoritative for a detected topic, that topic's
+  detection confidence (0.4..1), else 0;
+* condition: how much of its best When-to-Apply condition the task's words cover (0..1), at
+  least 0.5 when the task is about all the condition's topics; a rule file without conditions
+  has its section heading as one ("## Testing", :func:`kg.directives.model.when_texts`);
+* layer: 1 when a file in play matches its globs, or its layer is the detected one or ``*``;
+  0.5 when it names no layer (unscoped rules: ``AGENTS.md``); 0 for another layer;
+* topics: Jaccard overlap of its topics with the detected ones;
+* severity: the template's Severity (critical 1 ... low 0.3), else its strength (MUST 1,
+  SHOULD 0.6, MAY 0.3);
+* semantic: cosine similarity of the task and the directive (embeddings, clipped at 0).
+
+A directive is **applicable** unless its scope rules it out: globs that no file in play
+matches (when files are given), languages or frameworks the project does not use (when known),
+or, with ``strict_layer``, a layer other than the detected one. It is **served** when it is
+applicable and its relevance (the score without the severity term, which says how much it
+matters, not whether it applies) reaches :data:`MIN_RELEVANCE`, or when its rule file says
+``alwaysApply``. The weights are the design's; the threshold was tuned on the labelled cases
+of ``bench/bench_directives.py`` (see ``bench/RESULTS.md``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from kg.directives.globs import glob_matches
+from kg.directives.model import SEVERITIES, STRENGTH_WEIGHT, WILDCARD
+from kg.read.directives import DirectiveRow
+
+WEIGHTS = {"authority": 10.0, "condition": 8.0, "layer": 7.0, "topics": 5.0, "severity": 4.0,
+           "semantic": 3.0}  # fmt: skip
+MIN_RELEVANCE = 12.0
+#: A condition all of whose topics the task is about ("## HTTP handlers" for a task about
+#: an endpoint and its route) counts as half covered even when it shares no word with it.
+TOPIC_CONDITION = 0.5
+STRONG_TOPIC = 0.75
+
+
+@dataclass(frozen=True, slots=True)
+class TaskContext:
+    layer: str | None
+    topics: frozenset[str]
+    words: frozenset[str]
+    paths: tuple[str, ...]
+    languages: frozenset[str]
+    frameworks: frozenset[str]
+    strict_layer: bool = False
+    #: topic -> detection confidence (topics not here count 1.0)
+    topic_confidence: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def strong_topics(self) -> frozenset[str]:
+        """Topics the task is about, not only mentions (two words or more, or given)."""
+        return frozenset(
+            t for t in self.topics if self.topic_confidence.get(t, 1.0) >= STRONG_TOPIC
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    row: DirectiveRow
+    score: float
+    relevance: float
+    parts: dict[str, float]
+
+
+def applicable(row: DirectiveRow, ctx: TaskContext) -> bool:
+    if row.globs and ctx.paths and not _glob_hit(row, ctx):
+        return False
+    if row.languages and ctx.languages and not row.languages & ctx.languages:
+        return False
+    if row.frameworks and ctx.frameworks and not row.frameworks & ctx.frameworks:
+        return False
+    if ctx.strict_layer and ctx.layer and row.layers and WILDCARD not in row.layers:
+        return ctx.layer in row.layers
+    return True
+
+
+def _glob_hit(row: DirectiveRow, ctx: TaskContext) -> bool:
+    return any(glob_matches(g, p) for g in row.globs for p in ctx.paths)
+
+
+_Group = tuple[bool, float, float, float]  # applicable, authority, condition, layer
+
+
+class Scorer:
+    """Scores many directives for one task. What the statements of one rule file section
+    share (scope, conditions, the file's authority) is worked out once per section, so a
+    call over thousands of directives costs a few set operations per directive."""
+
+    def __init__(self, ctx: TaskContext) -> None:
+        self.ctx = ctx
+        self.strong = ctx.strong_topics
+        self._groups: dict[tuple[object, ...], _Group] = {}
+
+    def _group(self, row: DirectiveRow) -> _Group:
+        key = (row.file, row.section, row.globs, row.layers, row.languages, row.frameworks)
+        found = self._groups.get(key)
+        if found is None:
+            found = self._groups[key] = self._work_out(row)
+        return found
+
+    def _work_out(self, row: DirectiveRow) -> _Group:
+        ctx = self.ctx
+        if not applicable(row, ctx):
+            return (False, 0.0, 0.0, 0.0)
+        authority = max(
+            (ctx.topic_confidence.get(t, 1.0) for t in row.authoritative_for & ctx.topics),
+            default=0.0,
+        )
+        condition = 0.0
+        for wanted in row.when_words:
+            if wanted:
+                condition = max(condition, len(wanted & ctx.words) / len(wanted))
+        if any(topics <= self.strong for topics in row.condition_topics):
+            condition = max(condition, TOPIC_CONDITION)
+        if row.globs and ctx.paths and _glob_hit(row, ctx):
+            layer = 1.0
+        elif not row.layers:
+            layer = 0.5
+        elif WILDCARD in row.layers or (ctx.layer is not None and ctx.layer in row.layers):
+            layer = 1.0
+        else:
+            layer = 0.0
+        return (True, authority, condition, layer)
+
+    def relevance(self, row: DirectiveRow, similarity: float) -> float | None:
+        """The score without its severity term, or None when the directive does not apply."""
+        ok, authority, condition, layer = self._group(row)
+        if not ok:
+            return None
+        union = row.topics | self.ctx.topics
+        topics = len(row.topics & self.ctx.topics) / len(union) if union else 0.0
+        return (
+            WEIGHTS["authority"] * authority
+            + WEIGHTS["condition"] * condition
+            + WEIGHTS["layer"] * layer
+            + WEIGHTS["topics"] * topics
+            + WEIGHTS["semantic"] * max(0.0, similarity)
+        )
+
+    def score(self, row: DirectiveRow, similarity: float) -> Scored:
+        """The whole score with each term (for the directives that are served)."""
+        _, authority, condition, layer = self._group(row)
+        union = row.topics | self.ctx.topics
+        topics = len(row.topics & self.ctx.topics) / len(union) if union else 0.0
+        severity = SEVERITIES.get(row.severity or "", STRENGTH_WEIGHT.get(row.strength, 0.6))
+        parts = {
+            "authority": authority,
+            "condition": round(condition, 4),
+            "layer": layer,
+            "topics": round(topics, 4),
+            "severity": severity,
+            "semantic": round(max(0.0, similarity), 4),
+        }
+        total = sum(WEIGHTS[k] * v for k, v in parts.items())
+        relevance = total - WEIGHTS["severity"] * severity
+        return Scored(row, round(total, 4), round(relevance, 4), parts)
+
+
+def score(row: DirectiveRow, ctx: TaskContext, similarity: float) -> Scored:
+    """One directive's score (see :class:`Scorer` for many)."""
+    return Scorer(ctx).score(row, similarity)
+
+
+def similarities(
+    vectors: npt.NDArray[np.float32] | None, query: npt.NDArray[np.float32] | None, count: int
+) -> npt.NDArray[np.float32]:
+    if vectors is None or query is None or vectors.shape[1] != query.shape[0]:
+        return np.zeros(count, dtype=np.float32)
+    norm = float(np.linalg.norm(query)) or 1.0
+    result: npt.NDArray[np.float32] = vectors @ (query / norm)
+    return result

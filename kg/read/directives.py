@@ -1,0 +1,164 @@
+"""The project's directives as the ranking needs them (:mod:`kg.directives`), read again only
+when they change.
+
+A ``query_directives`` call must stay within milliseconds at thousands of directives, so the
+directive rows (text, scope, embedding) are read in one query and kept per (pool, tenant,
+project) with a marker of their state: how many there are and the newest log position among
+them. A call costs one look at that marker (the log position alone would not do: every call
+appends its own ``DirectivesServed`` event). What policies govern a directive is not cached:
+:func:`governed_by` reads it per call for the directives about to be served.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+import numpy as np
+import numpy.typing as npt
+
+from kg.directives.model import DIRECTIVE, when_texts
+from kg.directives.words import words
+from kg.read.reader import Snapshot
+
+_ROWS = """
+SELECT n.node_id, n.content, n.properties, n.labels, n.embedding::text AS embedding
+  FROM kg_nodes n
+ WHERE n.tenant_id = $1 AND n.project_id = $2 AND n.node_type = $3
+ ORDER BY n.node_id
+"""
+_MARKER = """
+SELECT count(*) AS n, coalesce(max(last_position), 0) AS newest,
+       (SELECT position FROM projection_checkpoints WHERE name = 'kg_nodes') AS position
+  FROM kg_nodes WHERE tenant_id = $1 AND project_id = $2 AND node_type = $3
+"""
+_GOVERNED_BY = """
+SELECT from_node, array_agg(to_node ORDER BY to_node) AS policies
+  FROM kg_edges
+ WHERE tenant_id = $1 AND project_id = $2 AND from_node = ANY($3::text[])
+   AND edge_type = 'GOVERNED_BY'
+ GROUP BY from_node
+"""
+_KEEP = 8
+
+
+@dataclass(frozen=True, slots=True)
+class DirectiveRow:
+    node_id: str
+    text: str
+    strength: str
+    negated: bool
+    source: str
+    file: str
+    line: int
+    globs: tuple[str, ...]
+    layers: tuple[str, ...]
+    languages: frozenset[str]
+    frameworks: frozenset[str]
+    topics: frozenset[str]
+    authoritative_for: frozenset[str]
+    conditions: tuple[str, ...]
+    description: str
+    condition_topics: tuple[frozenset[str], ...]  # the topics of each condition
+    when_words: tuple[frozenset[str], ...]  # the words of each condition (kg.directives.words)
+    severity: str | None
+    always_apply: bool
+    subject: str
+    section: str
+    labels: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    position: int  # the projection's position when read (the as-of position of a result)
+    rows: tuple[DirectiveRow, ...]
+    vectors: npt.NDArray[np.float32] | None  # row i's unit vector (zeros when it has none)
+
+
+_cache: OrderedDict[tuple[int, str, str], tuple[tuple[int, int], Catalogue]] = OrderedDict()
+
+
+async def load(snap: Snapshot, pool_key: int) -> Catalogue:
+    """The directives as ``snap`` sees them."""
+    conn, scope = snap.conn, snap.scope
+    mark = await conn.fetchrow(_MARKER, scope.tenant_id, scope.project_id, DIRECTIVE)
+    marker = (int(mark["n"]), int(mark["newest"]))
+    position = int(mark["position"] or 0)
+    key = (pool_key, scope.tenant_id, scope.project_id)
+    found = _cache.get(key)
+    if found is not None and found[0] == marker:
+        _cache.move_to_end(key)
+        return Catalogue(position, found[1].rows, found[1].vectors)
+    records = await conn.fetch(_ROWS, scope.tenant_id, scope.project_id, DIRECTIVE)
+    rows = tuple(_row(r) for r in records)
+    catalogue = Catalogue(position, rows, _vectors([r["embedding"] for r in records]))
+    _cache[key] = (marker, catalogue)
+    while len(_cache) > _KEEP:
+        _cache.popitem(last=False)
+    return catalogue
+
+
+async def governed_by(snap: Snapshot, node_ids: list[str]) -> dict[str, tuple[str, ...]]:
+    """The policies attached (GOVERNED_BY) to each of these directives."""
+    if not node_ids:
+        return {}
+    rows = await snap.conn.fetch(
+        _GOVERNED_BY, snap.scope.tenant_id, snap.scope.project_id, node_ids
+    )
+    return {r["from_node"]: tuple(r["policies"]) for r in rows}
+
+
+def _strs(value: Any) -> tuple[str, ...]:
+    return tuple(str(v) for v in value) if isinstance(value, list) else ()
+
+
+def _row(r: asyncpg.Record) -> DirectiveRow:
+    p: dict[str, Any] = dict(r["properties"])
+    return DirectiveRow(
+        node_id=r["node_id"],
+        text=r["content"],
+        strength=str(p.get("strength", "SHOULD")),
+        negated=bool(p.get("negated")),
+        source=str(p.get("source", "")),
+        file=str(p.get("file", "")),
+        line=int(p.get("line", 1) or 1),
+        globs=_strs(p.get("globs")),
+        layers=_strs(p.get("layers")),
+        languages=frozenset(v.casefold() for v in _strs(p.get("languages"))),
+        frameworks=frozenset(v.casefold() for v in _strs(p.get("frameworks"))),
+        topics=frozenset(_strs(p.get("topics"))),
+        authoritative_for=frozenset(_strs(p.get("authoritative_for"))),
+        conditions=_strs(p.get("conditions")),
+        description=str(p.get("description") or ""),
+        condition_topics=tuple(frozenset(t.split()) for t in _strs(p.get("condition_topics")) if t),
+        when_words=tuple(
+            words(text)
+            for text in when_texts(
+                _strs(p.get("conditions")),
+                str(p.get("section", "")),
+                str(p.get("description") or ""),
+            )
+        ),
+        severity=p.get("severity") if isinstance(p.get("severity"), str) else None,
+        always_apply=bool(p.get("always_apply")),
+        subject=str(p.get("subject", "")),
+        section=str(p.get("section", "")),
+        labels=tuple(r["labels"]),
+    )
+
+
+def _vectors(texts: list[str | None]) -> npt.NDArray[np.float32] | None:
+    present = [t for t in texts if t]
+    if not present:
+        return None
+    dims = present[0].count(",") + 1
+    matrix = np.zeros((len(texts), dims), dtype=np.float32)
+    for i, text in enumerate(texts):
+        if text:
+            matrix[i] = np.array(text.strip("[]").split(","), dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    unit: npt.NDArray[np.float32] = matrix / norms
+    return unit

@@ -1,0 +1,282 @@
+"""query_directives against a real PostgreSQL: rule files ingested, ranked, budgeted, logged."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kg.audit.trail import TrailFilter, trail
+from kg.directives.service import detect, query_directives
+from kg.errors import NotFoundError, ValidationError
+from kg.events import EventMetadata, NodeAsserted, PolicyDefined
+from kg.events.directives import DirectivesServed
+from kg.ingest.service import ingest_paths
+from kg.policies.model import PolicyRule
+from kg.runtime import Runtime
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def copy_examples(root: Path) -> None:
+    for rel in ("AGENTS.md", ".cursor", "docs/rules"):
+        source = EXAMPLES / rel
+        if source.is_dir():
+            shutil.copytree(source, root / rel, dirs_exist_ok=True)
+        else:
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(source, root / rel)
+
+
+@pytest.fixture
+async def rules(runtime: Runtime) -> Runtime:
+    copy_examples(runtime.settings.project_root)
+    report = await ingest_paths(runtime, None)
+    assert not [p for p in report.problems if p.severity == "error"], report.problems
+    return runtime
+
+
+async def test_a_migration_task_gets_the_migration_musts_first_with_file_and_line(
+    rules: Runtime,
+) -> None:
+    served = await query_directives(
+        rules, task="add a column to the events table", paths=["migrations/versions/0013_x.py"]
+    )
+
+    assert served.detected.layer == "4-Persistence"
+    texts = [d["text"] for d in served.directives]
+    assert any("Alembic migration" in t for t in texts)
+    assert any("UPDATE, DELETE or TRUNCATE" in t for t in texts)
+    first = served.directives[0]
+    assert first["strength"] == "MUST"
+    assert first["source"].startswith((".cursor/rules/migrations.mdc:", "docs/rules/event-store"))
+    assert "### MUST" in served.checklist
+    assert ".cursor/rules/migrations.mdc:" in served.checklist
+    # MCP-tool rules are scoped by globs to mcp_server/: not served for a migration.
+    assert not any("MCP client" in t for t in texts)
+
+
+async def test_what_was_served_is_logged_as_an_event(rules: Runtime) -> None:
+    served = await query_directives(
+        rules, task="write a test", paths=["tests/test_x.py"],
+        metadata=EventMetadata(actor="agent-7", session_id="s-1"),
+    )  # fmt: skip
+
+    events = await rules.store.read_stream(rules.scope, f"directives:{served.served_id}")
+    assert len(events) == 1
+    event = events[0].event
+    assert isinstance(event, DirectivesServed)
+    assert list(event.directive_ids) == [d["node_id"] for d in served.directives]
+    assert event.detected["layer"] == "5-Tests"
+    assert events[0].meta.actor == "agent-7"
+
+
+async def test_the_three_most_relevant_musts_are_never_cut_by_the_budget(rules: Runtime) -> None:
+    served = await query_directives(
+        rules, task="append events in a migration", paths=["migrations/versions/0013_x.py"],
+        token_budget=100,
+    )  # fmt: skip
+
+    musts = [d for d in served.directives if d["strength"] == "MUST"]
+    assert len(musts) == 3
+    assert all(d["strength"] == "MUST" for d in served.directives)
+    assert served.cut_by_budget > 0
+    assert served.diagnostics()["cut_by_budget"] == served.cut_by_budget
+
+
+async def test_a_denied_directive_is_counted_never_served(rules: Runtime) -> None:
+    rule = PolicyRule(effect="deny", node_types=("Directive",), labels=("Directive",))
+    await rules.store.append(
+        rules.scope,
+        "policy:no-rules",
+        [PolicyDefined(policy_id="policy:no-rules", name="x", rule=rule)],
+    )
+    served = await query_directives(rules, task="add a migration", paths=["migrations/a.py"])
+
+    assert served.directives == []
+    assert served.excluded_by_policy > 0
+    assert "Alembic" not in served.checklist
+
+
+async def test_no_directives_is_an_error_that_says_how_to_ingest_rules(runtime: Runtime) -> None:
+    with pytest.raises(NotFoundError, match=r"AGENTS\.md.*kg ingest"):
+        await query_directives(runtime, task="anything")
+
+
+async def test_a_vague_task_is_served_with_a_prominent_warning(rules: Runtime) -> None:
+    served = await query_directives(rules, task="hmm")
+
+    assert served.detected.confidence < 0.3
+    assert served.checklist.startswith("**WARNING: LOW CONFIDENCE")
+
+
+async def test_bad_input_is_a_typed_error_naming_the_field(rules: Runtime) -> None:
+    with pytest.raises(ValidationError, match="layer 'Kitchen' is unknown"):
+        await query_directives(rules, task="x", layer="Kitchen")
+    with pytest.raises(ValidationError, match="outside the project root"):
+        await detect(rules, paths=["../../etc/passwd"])
+    with pytest.raises(ValidationError, match="token_budget 5 is out of range"):
+        await query_directives(rules, task="x", token_budget=5)
+
+
+async def test_an_agents_md_section_heading_says_when_its_rules_apply(rules: Runtime) -> None:
+    served = await query_directives(rules, task="fix a flaky test", paths=["tests/test_x.py"])
+
+    sources = {d["source"].split(":")[0] for d in served.directives}
+    assert sources == {"AGENTS.md"}
+    assert any("timing assertions" in d["text"] for d in served.directives)
+    assert not any("Alembic" in d["text"] for d in served.directives)
+
+
+async def test_the_session_trail_shows_which_rules_an_agent_was_given(rules: Runtime) -> None:
+    served = await query_directives(
+        rules, task="add a migration", paths=["migrations/versions/0013_x.py"],
+        metadata=EventMetadata(actor="agent-7", session_id="s-9"),
+    )  # fmt: skip
+
+    entries = [e async for e in trail(rules.app_pool, rules.scope, TrailFilter(session="s-9"))]
+    assert [e.event_type for e in entries] == ["DirectivesServed"]
+    assert entries[0].subject == f"directives:{served.served_id}"
+    assert served.directives[0]["node_id"] in entries[0].why
+
+
+async def directive_rows(rt: Runtime) -> dict[str, tuple[str, dict[str, object]]]:
+    """``content -> (node id, properties)`` of the projected directives."""
+    async with rt.reader().snapshot() as snap:
+        rows = await snap.conn.fetch(
+            "SELECT node_id, content, properties FROM kg_nodes WHERE node_type = 'Directive'"
+        )
+    return {r["content"]: (r["node_id"], dict(r["properties"])) for r in rows}
+
+
+async def test_an_edited_rule_supersedes_the_old_one_and_reordering_keeps_ids(
+    runtime: Runtime,
+) -> None:
+    agents = runtime.settings.project_root / "AGENTS.md"
+    agents.write_text("# Rules\n\n- Never commit secrets to git.\n- Always run ruff check.\n")
+    await ingest_paths(runtime, None)
+    before = await directive_rows(runtime)
+    old_id = before["Never commit secrets to git."][0]
+
+    agents.write_text(
+        "# Rules\n\n- Always run ruff check.\n- Never commit secrets or tokens to git.\n"
+    )
+    report = await ingest_paths(runtime, None)
+    after = await directive_rows(runtime)
+
+    assert after["Always run ruff check."][0] == before["Always run ruff check."][0]
+    assert report.nodes_retired == 1, "only the edited statement was retired"
+    new_id, properties = after["Never commit secrets or tokens to git."]
+    assert new_id != old_id
+    assert properties["supersedes"] == old_id
+    async with runtime.reader().snapshot() as snap:
+        edges = await snap.conn.fetch(
+            "SELECT to_node FROM kg_edges WHERE from_node = $1 AND edge_type = 'SUPERSEDES'",
+            new_id,
+        )
+    assert [e["to_node"] for e in edges] == [old_id]
+
+    agents.write_text(agents.read_text() + "- Prefer small commits with clear messages.\n")
+    await ingest_paths(runtime, None)
+    later = await directive_rows(runtime)
+    assert later["Never commit secrets or tokens to git."][1]["supersedes"] == old_id
+
+
+async def test_a_context_graph_carries_the_musts_governing_its_files_within_its_budget(
+    rules: Runtime,
+) -> None:
+    from kg.context.reproduce import reproduce_context_graph
+    from kg.context.service import build_context_graph, parse_request
+
+    path = "migrations/versions/0001_event_store.py"
+    await rules.store.append(
+        rules.scope,
+        "file:0001",
+        [NodeAsserted(node_id="file:0001", node_type="File", name=path, properties={"path": path})],
+    )
+    await rules.catch_up()
+    request = parse_request(anchors=["file:0001"], token_budget=800)
+
+    graph = await build_context_graph(rules, request)
+
+    texts = [d["text"] for d in graph.directives]
+    assert any("UPDATE, DELETE or TRUNCATE" in t for t in texts)
+    assert "## Project rules (MUST) for these files" in graph.rendering
+    assert "(.cursor/rules/migrations.mdc:7)" in graph.rendering
+    assert graph.token_estimate <= 800
+    assert graph.budget.token_budget == 800
+    sources = {d["source"].split(":")[0] for d in graph.to_dict()["directives"]}
+    assert sources == {".cursor/rules/migrations.mdc", "docs/rules/event-store.md"}
+    reproduced = await reproduce_context_graph(rules, graph.context_graph_id)
+    assert reproduced.matches, str(reproduced)
+
+    plain = await build_context_graph(rules, parse_request(anchors=["document:AGENTS.md"]))
+    assert plain.directives == () and "directives" not in plain.to_dict()
+
+
+async def test_a_decision_names_the_rules_it_followed_and_lineage_shows_them(
+    rules: Runtime,
+) -> None:
+    from kg.decisions import record_decision
+    from kg.lineage import trace_decision_lineage
+
+    served = await query_directives(
+        rules, task="add a column to the events table", paths=["migrations/versions/0013_x.py"]
+    )
+    decision = await record_decision(
+        rules, text="add the column in a new Alembic revision", context_graph_ids=[served.served_id]
+    )
+    traced = (await trace_decision_lineage(rules, decision.decision_id, "upstream", 2)).to_dict()
+
+    assert decision.informed_by == tuple(d["node_id"] for d in served.directives)
+    trail_of = TrailFilter(decision=decision.decision_id)
+    entries = [e async for e in trail(rules.app_pool, rules.scope, trail_of)]
+    assert [e.event_type for e in entries] == ["DirectivesServed", "DecisionRecorded"]
+    shown = {step["id"] for step in traced["steps"]}
+    assert set(decision.informed_by) <= shown
+    with pytest.raises(NotFoundError, match="served_id returned by query_directives"):
+        await record_decision(rules, text="x", context_graph_ids=["ds_nope"])
+
+
+async def test_a_policy_attached_to_one_directive_applies_at_once(rules: Runtime) -> None:
+    from kg.events import EdgeAsserted
+
+    ask = {"task": "add a migration", "paths": ["migrations/versions/0013_x.py"]}
+    before = await query_directives(rules, **ask)  # the directives are now cached
+    hidden = before.directives[0]["node_id"]
+    rule = PolicyRule(effect="deny", scope="selected")
+    await rules.store.append(
+        rules.scope,
+        "policy:hide-one",
+        [
+            PolicyDefined(policy_id="policy:hide-one", name="hide one rule", rule=rule),
+            EdgeAsserted(edge_type="GOVERNED_BY", from_node=hidden, to_node="policy:hide-one"),
+        ],
+    )
+
+    after = await query_directives(rules, **ask)
+
+    assert hidden not in [d["node_id"] for d in after.directives]
+    assert after.excluded_by_policy == 1
+    assert len(after.directives) == len(before.directives) - 1
+
+
+async def test_a_bad_rules_file_is_reported_and_skipped_and_the_rest_is_ingested(
+    runtime: Runtime,
+) -> None:
+    root = runtime.settings.project_root
+    (root / ".cursor/rules").mkdir(parents=True)
+    (root / ".cursor/rules/bad.mdc").write_text("---\nglobs: src/{api\n---\n- Never do this.\n")
+    (root / "AGENTS.md").write_text(
+        "# Rules\n\n## Testing\n\n- Never mock the database in tests.\n"
+    )
+
+    report = await ingest_paths(runtime, None)
+    served = await query_directives(runtime, task="write a test", paths=["tests/test_a.py"])
+
+    assert [str(p) for p in report.problems] == [
+        ".cursor/rules/bad.mdc:2: glob 'src/{api': '{' is never closed; the rules in this "
+        "file were skipped"
+    ]
+    assert [d["text"] for d in served.directives] == ["Never mock the database in tests."]
