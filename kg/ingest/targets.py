@@ -108,7 +108,7 @@ def _resolve_one(
         )
     elif full.is_dir():
         targets.folders.append(rel)
-        for found in discover_files(full, _INGESTED):
+        for found in discover_files(full, _INGESTED, rule_folders=rel == ""):
             add(posixpath.join(rel, found) if rel else found)
     elif full.exists() or full.is_symlink():
         if is_ingestible(rel):
