@@ -170,6 +170,7 @@ class IngestOut(BaseModel):
     removed: list[str]
     failed: list[str]
     rejected: list[str]
+    skipped: list[str] = []  # too large, binary or not UTF-8: warnings, not failures
     nodes_asserted: int
     nodes_retired: int
     edges_asserted: int

@@ -38,7 +38,7 @@ from kg.ingest.diff import (
     schema_fingerprint,
     stream_id,
 )
-from kg.ingest.files import read_markdown_file
+from kg.ingest.files import DEFAULT_MAX_BYTES, read_markdown_file
 from kg.ingest.links import WikiIndex
 from kg.ingest.model import ParsedDocument, ParseProblem, document_id
 from kg.ingest.project import discover_markdown, parse_texts, parsing_pool
@@ -47,6 +47,7 @@ from kg.ingest.report import IngestReport
 from kg.ingest.schema_map import SchemaMap
 from kg.ingest.targets import Targets
 from kg.ingest.tenure import Tenure
+from kg.progress import EVENTS_APPENDED, FILES_PARSED, FILES_READ, NO_PROGRESS, Progress
 from kg.runtime import Runtime
 
 CHUNK_FILES = 256
@@ -65,17 +66,24 @@ class Options:
     workers: int = 0  # 0: one per CPU, at most 4
     report_missing: bool = True
     catch_up: bool = True
+    max_bytes: int = DEFAULT_MAX_BYTES
+    progress: Progress = NO_PROGRESS
 
 
 def _text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _read_all(root: Path, relpaths: Sequence[str]) -> tuple[dict[str, str], list[ParseProblem]]:
+def _read_all(
+    root: Path, relpaths: Sequence[str], max_bytes: int
+) -> tuple[dict[str, str], list[ParseProblem]]:
+    """The files' texts, and why the others were not read: a file too large, binary or not
+    UTF-8 is a ``warning`` (skipped, the ingest goes on and succeeds), anything else an
+    ``error``."""
     texts: dict[str, str] = {}
     problems: list[ParseProblem] = []
     for rel in relpaths:
-        text, problem = read_markdown_file(root, Path(rel))
+        text, problem = read_markdown_file(root, Path(rel), max_bytes, "warning")
         if text is None:
             assert problem is not None
             problems.append(problem)
@@ -107,12 +115,20 @@ class Pipeline:
         self._settled: set[str] = set()  # files whose outcome is recorded (see _apply)
 
     async def run(self) -> IngestReport:
-        texts, problems = await asyncio.to_thread(_read_all, self.root, self.targets.files)
+        progress = self.options.progress
+        progress.total(FILES_READ, len(self.targets.files))
+        texts, problems = await asyncio.to_thread(
+            _read_all, self.root, self.targets.files, self.options.max_bytes
+        )
+        progress.add(FILES_READ, len(self.targets.files))
         self.report.problems += problems
-        self.report.failed += [p.path for p in problems]
+        self.report.failed += [p.path for p in problems if p.severity == "error"]
+        self.report.skipped += [p.path for p in problems if p.severity == "warning"]
         await self.rt.catch_up()  # compare against a projection that has the whole log
         self._embedded_before = self.rt.runner.ctx.embedded
         changed, removed = await self._select(texts)
+        if changed:
+            progress.total(FILES_PARSED, len(changed))
         self.tenure.start(len(changed) >= POOL_MIN_FILES)
         try:
             if changed or removed:
@@ -191,6 +207,7 @@ class Pipeline:
                 if i == 0 and self.options.catch_up:
                     per_file = sum(len(d.nodes) for d in docs) / max(1, len(docs))
                     await self.projector.plan(int(per_file * len(changed)))
+                self.options.progress.add(FILES_PARSED, len(docs))
                 await self._apply([(d.path, d) for d in docs])
                 self.tenure.settle()
             for i in range(0, len(removed), CHUNK_FILES):
@@ -327,6 +344,7 @@ class Pipeline:
             self.report.edges_asserted += change.edges_asserted
             self.report.edges_retracted += change.edges_retracted
             self.report.events += len(change.events)
+        self.options.progress.add(EVENTS_APPENDED, sum(len(c.events) for c, _ in batch))
         if results:
             self.report.note_positions(
                 min(r.first_position for r in results), max(r.last_position for r in results)

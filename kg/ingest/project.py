@@ -2,36 +2,24 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Executor
 from pathlib import Path
 
 from kg.ingest.files import DEFAULT_MAX_BYTES, project_relpath
-from kg.ingest.links import MARKDOWN_SUFFIXES, WikiIndex
+from kg.ingest.links import WikiIndex
 from kg.ingest.markdown import parse_markdown, parse_text
 from kg.ingest.model import ParsedDocument, ParseProblem
 from kg.ingest.schema_map import SchemaMap, load_schema_map
+from kg.ingest.walker import SKIPPED_DIRS, walk_files
 
-# Folders that hold tooling or dependencies rather than the project's specs.
-SKIPPED_DIRS = frozenset({"node_modules", "__pycache__", "venv", "site-packages"})
+__all__ = ["SKIPPED_DIRS", "discover_markdown", "parse_project", "parse_texts", "parsing_pool"]
 
 
 def discover_markdown(root: Path) -> list[str]:
-    """Project-relative POSIX paths of the Markdown files under ``root``, sorted.
-
-    Hidden folders (``.git``, ``.venv``, ...) and :data:`SKIPPED_DIRS` are not entered and
-    symlinked folders are not followed, so the walk stays inside the project.
-    """
-    base = os.path.abspath(root)
-    found: list[str] = []
-    for folder, dirs, files in os.walk(base):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS]
-        # Plain string joins, not Path objects: a one-file sync walks the whole project.
-        rel = os.path.relpath(folder, base).replace(os.sep, "/")
-        prefix = "" if rel == "." else rel + "/"
-        found += [prefix + name for name in files if name.lower().endswith(MARKDOWN_SUFFIXES)]
-    return sorted(found)
+    """Project-relative POSIX paths of the Markdown files under ``root``, sorted, without
+    hidden, skipped or ignored ones (:func:`kg.ingest.walker.walk_files`)."""
+    return walk_files(root)
 
 
 def parse_project(

@@ -12,7 +12,7 @@ from pathlib import Path
 from kg.ingest.files import absolute_path, project_relpath
 from kg.ingest.links import is_markdown
 from kg.ingest.model import ParseProblem
-from kg.ingest.project import SKIPPED_DIRS, discover_markdown
+from kg.ingest.walker import SKIPPED_DIRS, walk_files
 from kg.validation import MAX_PATH_CHARS, clip, unstorable_reason
 
 
@@ -87,8 +87,8 @@ def _resolve_one(
         )
     elif full.is_dir():
         targets.folders.append(rel)
-        for found in discover_markdown(full):
-            add(posixpath.join(rel, found) if rel else found)
+        for found in walk_files(root, rel):
+            add(found)
     elif full.exists() or full.is_symlink():
         if is_markdown(rel):
             add(rel)

@@ -1,0 +1,105 @@
+"""Which files of the project a scan sees: the one place that walks the project's folders.
+
+A scan (``kg ingest .``, ``kg sync``, the wiki index, lint) finds files under a folder and then
+drops those the user said to leave alone:
+
+* hidden folders (``.git``, ``.venv``, ``.kg`` ...) and :data:`SKIPPED_DIRS` are not entered,
+  and symlinked folders are not followed, so the walk stays inside the project;
+* what git ignores (every ``.gitignore``, ``.git/info/exclude``, the user's global excludes),
+  asked of ``git check-ignore`` in a git work tree, so the rules are git's own; a file git
+  tracks is never ignored, as in git. Outside git, the root ``.gitignore`` is read with
+  ``pathspec``'s git-compatible matcher;
+* what the project's ``.kgignore`` (same syntax as ``.gitignore``, at the project root) lists:
+  files kept in git but not wanted in the graph (chat logs, generated docs).
+
+A path named on the command line is not filtered: naming a file is asking for it. Other
+ingesters (code, rules) call :func:`walk_files` with their own suffixes.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from pathlib import Path
+
+import pathspec
+
+from kg.ingest.links import MARKDOWN_SUFFIXES
+
+KGIGNORE = ".kgignore"
+GITIGNORE = ".gitignore"
+# Folders that hold tooling or dependencies rather than the project's specs.
+SKIPPED_DIRS = frozenset({"node_modules", "__pycache__", "venv", "site-packages"})
+_GIT_TIMEOUT = 60
+
+
+def walk_files(
+    root: Path, folder: str = "", suffixes: Sequence[str] = MARKDOWN_SUFFIXES
+) -> list[str]:
+    """Project-relative POSIX paths of the files under ``root/folder`` whose names end with
+    one of ``suffixes`` (case-insensitive), sorted, without ignored ones."""
+    base = os.path.abspath(root)
+    start = os.path.join(base, folder) if folder else base
+    ends = tuple(s.lower() for s in suffixes)
+    found: list[str] = []
+    for current, dirs, files in os.walk(start):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS]
+        # Plain string joins, not Path objects: a one-file sync walks the whole project.
+        rel = os.path.relpath(current, base).replace(os.sep, "/")
+        prefix = "" if rel == "." else rel + "/"
+        found += [prefix + name for name in files if name.lower().endswith(ends)]
+    return sorted(drop_ignored(root, found))
+
+
+def drop_ignored(root: Path, relpaths: Iterable[str]) -> list[str]:
+    """``relpaths`` (project-relative) without those git or ``.kgignore`` ignore, in order."""
+    paths = list(relpaths)
+    if not paths:
+        return paths
+    ignored = _git_ignored(root, paths)
+    if ignored is None:  # not a git work tree: the root .gitignore, read here
+        ignored = set(_matcher(root, GITIGNORE, _mtime(root, GITIGNORE)).match_files(paths))
+    kg = _matcher(root, KGIGNORE, _mtime(root, KGIGNORE))
+    drop = ignored | set(kg.match_files(paths))
+    return [p for p in paths if p not in drop] if drop else paths
+
+
+def _git_ignored(root: Path, paths: list[str]) -> set[str] | None:
+    """The paths git ignores, or None when ``root`` is not in a git work tree (or git is
+    missing). Paths are relative to ``root``, which git resolves against its cwd."""
+    try:
+        done = subprocess.run(
+            ["git", "--no-optional-locks", "check-ignore", "-z", "--stdin"],
+            cwd=root,
+            input=b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths) + b"\0",
+            capture_output=True,
+            timeout=_GIT_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    # 0: some ignored, 1: none ignored, 128: not a repository (or a path git refuses,
+    # e.g. one inside a submodule: then the pure-Python rules apply)
+    if done.returncode not in (0, 1):
+        return None
+    return {p.decode("utf-8", "surrogateescape") for p in done.stdout.split(b"\0") if p}
+
+
+def _mtime(root: Path, name: str) -> float:
+    try:
+        return (root / name).stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+@lru_cache(maxsize=16)
+def _matcher(root: Path, name: str, mtime: float) -> pathspec.GitIgnoreSpec:
+    """The rules of ``root/name`` (cached while the file is unchanged: ``mtime`` is part of
+    the key). A missing or unreadable file ignores nothing."""
+    try:
+        lines = (root / name).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        lines = []
+    return pathspec.GitIgnoreSpec.from_lines(lines)
