@@ -195,6 +195,16 @@ def test_ingest_skips_unsuitable_files_with_warnings_honours_ignores_and_shows_p
     raised = kg("ingest", "docs", "--max-file-bytes", "10000", env=env, cwd=repo.root)
     assert raised.returncode == 0, raised.stderr
     assert "1 changed, 1 unchanged, 0 removed, 0 failed, 2 skipped" in raised.stdout
-    assert not [line for line in raised.stderr.splitlines() if line.startswith("ingest: ")], (
-        "a short command shows no progress"
-    )
+
+
+def test_a_full_sync_shows_its_progress_on_stderr(env: dict[str, str], examples: Path) -> None:
+    plain = {**env, "KG_PROGRESS_SECONDS": "0"}
+    out = kg("sync", "--full", env=plain, cwd=examples)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("sync: full scan (requested)"), "stdout keeps the summary only"
+    lines = [line for line in out.stderr.splitlines() if line.startswith("sync: ")]
+    assert lines[0].startswith("sync: files read 0/11")
+    last = lines[-1]
+    for part in ("files read 11/11", "files parsed 11/11", "events appended", "texts embedded"):
+        assert part in last, last
+    assert "events projected" in last and "elapsed" in last
