@@ -6,7 +6,7 @@ drops those the user said to leave alone:
 * hidden folders (``.git``, ``.venv``, ``.kg`` ...) and :data:`SKIPPED_DIRS` are not entered,
   and symlinked folders are not followed, so the walk stays inside the project;
 * what git ignores (every ``.gitignore``, ``.git/info/exclude``, the user's global excludes),
-  asked of ``git check-ignore`` in a git work tree, so the rules are git's own; a file git
+  asked of ``git ls-files`` in a git work tree, so the rules are git's own; a file git
   tracks is never ignored, as in git. Outside git, the root ``.gitignore`` is read with
   ``pathspec``'s git-compatible matcher;
 * what the project's ``.kgignore`` (same syntax as ``.gitignore``, at the project root) lists:
@@ -68,23 +68,38 @@ def drop_ignored(root: Path, relpaths: Iterable[str]) -> list[str]:
 
 def _git_ignored(root: Path, paths: list[str]) -> set[str] | None:
     """The paths git ignores, or None when ``root`` is not in a git work tree (or git is
-    missing). Paths are relative to ``root``, which git resolves against its cwd."""
+    missing).
+
+    One ``git ls-files --others --ignored --exclude-standard --directory`` lists what git
+    ignores under ``root`` (an ignored folder as ``folder/``, not descended into), so the
+    cost does not grow with the number of paths, and paths in a submodule or a nested
+    repository (which ``git check-ignore`` refuses) are no special case.
+    """
     try:
         done = subprocess.run(
-            ["git", "--no-optional-locks", "check-ignore", "-z", "--stdin"],
+            [
+                "git",
+                "--no-optional-locks",
+                "ls-files",
+                "-z",
+                "--others",
+                "--ignored",
+                "--exclude-standard",
+                "--directory",
+            ],
             cwd=root,
-            input=b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths) + b"\0",
             capture_output=True,
             timeout=_GIT_TIMEOUT,
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
-    # 0: some ignored, 1: none ignored, 128: not a repository (or a path git refuses,
-    # e.g. one inside a submodule: then the pure-Python rules apply)
-    if done.returncode not in (0, 1):
+    if done.returncode != 0:  # not a git work tree
         return None
-    return {p.decode("utf-8", "surrogateescape") for p in done.stdout.split(b"\0") if p}
+    listed = [p.decode("utf-8", "surrogateescape") for p in done.stdout.split(b"\0") if p]
+    files = {p for p in listed if not p.endswith("/")}
+    folders = tuple(p for p in listed if p.endswith("/"))
+    return {p for p in paths if p in files or (folders and p.startswith(folders))}
 
 
 def _mtime(root: Path, name: str) -> float:

@@ -73,3 +73,18 @@ def test_an_edited_kgignore_is_read_again(tmp_path: Path) -> None:
 
     os.utime(ignore, (1, 1))  # a new mtime even on a coarse-grained file system
     assert walk_files(tmp_path) == ["b.md"]
+
+
+def test_a_nested_repository_is_walked_and_a_folder_of_ignored_files_left_out(
+    tmp_path: Path,
+) -> None:
+    repo = Repo(tmp_path)
+    repo.write(".gitignore", "*.draft.md\n")
+    repo.write("drafts/a.draft.md", "# a\n")
+    repo.write("drafts/b.draft.md", "# b\n")
+    (tmp_path / "vendor/lib").mkdir(parents=True)
+    Repo(tmp_path / "vendor/lib")  # a repository of its own inside the project
+    repo.write("vendor/lib/README.md", "# lib\n")
+    repo.write("vendor/lib/x.draft.md", "# x\n")
+    # The outer repository's rules stop at the nested one, as they do for git itself.
+    assert walk_files(tmp_path) == ["vendor/lib/README.md", "vendor/lib/x.draft.md"]
