@@ -23,8 +23,7 @@ import subprocess
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from kg.ingest.links import MARKDOWN_SUFFIXES
 
@@ -33,6 +32,9 @@ GITIGNORE = ".gitignore"
 # Folders that hold tooling or dependencies rather than the project's specs.
 SKIPPED_DIRS = frozenset({"node_modules", "__pycache__", "venv", "site-packages"})
 _GIT_TIMEOUT = 60
+
+if TYPE_CHECKING:
+    import pathspec
 
 
 def walk_files(
@@ -60,9 +62,14 @@ def drop_ignored(root: Path, relpaths: Iterable[str]) -> list[str]:
         return paths
     ignored = _git_ignored(root, paths)
     if ignored is None:  # not a git work tree: the root .gitignore, read here
-        ignored = set(_matcher(root, GITIGNORE, _mtime(root, GITIGNORE)).match_files(paths))
-    kg = _matcher(root, KGIGNORE, _mtime(root, KGIGNORE))
-    drop = ignored | set(kg.match_files(paths))
+        git_mtime = _mtime(root, GITIGNORE)
+        ignored = (
+            set(_matcher(root, GITIGNORE, git_mtime).match_files(paths)) if git_mtime else set()
+        )
+    kg_mtime = _mtime(root, KGIGNORE)
+    if kg_mtime:
+        ignored |= set(_matcher(root, KGIGNORE, kg_mtime).match_files(paths))
+    drop = ignored
     return [p for p in paths if p not in drop] if drop else paths
 
 
@@ -112,7 +119,10 @@ def _mtime(root: Path, name: str) -> float:
 @lru_cache(maxsize=16)
 def _matcher(root: Path, name: str, mtime: float) -> pathspec.GitIgnoreSpec:
     """The rules of ``root/name`` (cached while the file is unchanged: ``mtime`` is part of
-    the key). A missing or unreadable file ignores nothing."""
+    the key). A missing or unreadable file ignores nothing. pathspec is imported here: a
+    one-file sync without a ``.kgignore`` never needs it."""
+    import pathspec
+
     try:
         lines = (root / name).read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
