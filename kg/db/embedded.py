@@ -28,6 +28,7 @@ _PRUNE_AT_EXIT: set[Path] = set()
 
 def _server(pgdata: Path, cleanup_mode: str | None, idle: float = 0.0) -> Any:
     handles.use_runtime_dir(pgdata)
+    handles.use_project_lock(pgdata)
     if pgdata.is_dir():
         handles.prune(pgdata)  # before attaching: a dead holder must not count as one
     server = handles.wheel().get_server(pgdata, cleanup_mode=cleanup_mode)
