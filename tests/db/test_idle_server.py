@@ -86,3 +86,41 @@ def test_kg_server_stop_ends_the_warm_server_and_its_watchdog(
     assert stopped.returncode == 0, stopped.stderr
     assert postmaster(root) is None
     wait_for(lambda: watchdog_pid(pgdata) is None, "the watchdog saw the server gone")
+
+
+def test_commands_racing_the_idle_stop_all_succeed_on_one_server(
+    project: tuple[Path, dict[str, str]],
+) -> None:
+    """Shells running kg while the watchdog stops the server: each command either attaches
+    before the stop or starts the server again after it; none fails, and the data folder never
+    has two servers (PostgreSQL would refuse the second: its start would fail the command)."""
+    import subprocess
+    import sys
+
+    root, env = project
+    quick = {**env, "KG_SERVER_IDLE": "1"}
+    assert kg("server", "stop", env=env, cwd=root).returncode == 0
+    wait_for(lambda: watchdog_pid(root / ".kg/pgdata") is None, "init's watchdog saw the stop")
+    servers: set[int] = set()
+    for _ in range(4):
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "kg.cli", "status"],
+                env=quick,
+                cwd=root,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(3)
+        ]
+        for proc in procs:
+            _, err = proc.communicate(timeout=300)
+            assert proc.returncode == 0, err
+        found = postmaster(root)
+        if found is not None:
+            servers.add(found)
+        time.sleep(1.5)  # past the idle period: the next round races the watchdog's stop
+    log = (root / ".kg/pgdata/log").read_text(errors="replace")
+    assert 'lock file "postmaster.pid" already exists' not in log, "a second server was tried"
+    assert servers, "the commands ran on a server"
