@@ -28,10 +28,12 @@ _PRUNE_AT_EXIT: set[Path] = set()
 
 def _server(pgdata: Path, cleanup_mode: str | None, idle: float = 0.0) -> Any:
     handles.use_runtime_dir(pgdata)
-    handles.use_project_lock(pgdata)
+    lock = handles.use_project_lock(pgdata)
     if pgdata.is_dir():
         handles.prune(pgdata)  # before attaching: a dead holder must not count as one
     server = handles.wheel().get_server(pgdata, cleanup_mode=cleanup_mode)
+    # Its detach at exit takes this lock even if the process has used another folder since.
+    server._lock = lock
     pgdata = Path(server.pgdata)
     handles.note_own_start(pgdata)
     if pgdata not in _PRUNE_AT_EXIT:

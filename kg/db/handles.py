@@ -66,7 +66,7 @@ LOCK_FILE = "server.lock"
 attach to, detach from or stop the embedded server."""
 
 
-def use_project_lock(pgdata: Path) -> None:
+def use_project_lock(pgdata: Path) -> Any:
     """Make the wheel lock ``pgdata``'s own file, not its machine-wide default.
 
     The wheel locks a file in the user's runtime folder, one for every server of the user:
@@ -74,7 +74,8 @@ def use_project_lock(pgdata: Path) -> None:
     projects, test runs): 0.6 s of a 2.2 s one-file sync, measured on a shared machine. The
     runtime folder also depended on ``XDG_RUNTIME_DIR``, which platformdirs ignores unless it
     is a 0700 folder, so two shells could even disagree. The lock is a class attribute of the
-    wheel's server: one per process, set for the data folder the process uses.
+    wheel's server, set here for the data folder at hand and returned, so that a server
+    object can keep its own (:func:`kg.db.embedded._server` pins it on the instance).
     """
     server_class = wheel().PostgresServer
     path = pgdata.parent / LOCK_FILE
@@ -84,6 +85,7 @@ def use_project_lock(pgdata: Path) -> None:
         server_class._lock = fasteners.InterProcessLock(str(path))
         server_class.lock_path = path
         server_class._kg_lock_path = path
+    return server_class._lock
 
 
 @contextlib.contextmanager
