@@ -181,6 +181,8 @@ class IngestOut(BaseModel):
     removed: list[str]
     failed: list[str]
     rejected: list[str]
+    unreadable: list[str] = []  # too large, binary or not UTF-8: warnings, not failures
+    skipped: dict[str, list[str]] = {}  # source files left out on purpose, by reason
     nodes_asserted: int
     nodes_retired: int
     edges_asserted: int

@@ -25,6 +25,9 @@ from kg.events import EventStore
 from kg.runtime import Runtime
 
 TEMPLATE = "kg_test_template"
+# An embedded server that a test's `kg` starts stops with that `kg`, not 15 minutes later: a
+# test leaves no server (and no idle watchdog) behind. tests/db/test_idle_server.py sets its own.
+os.environ.setdefault("KG_SERVER_IDLE", "0")
 
 
 @pytest.fixture(scope="session")

@@ -17,6 +17,7 @@ from kg.db.connect import create_pool
 from kg.db.functions import fulltext_matches_sql
 from kg.embeddings.base import EmbeddingProvider
 from kg.errors import ValidationError
+from kg.progress import NO_PROGRESS, Progress
 from kg.projections import ProjectionContext, ProjectionRunner, default_projections
 
 REPLAYED_TABLES = (
@@ -75,12 +76,17 @@ async def schema_pool(
 
 
 async def replay(
-    url: str, schema: str, tenant_id: str, until: int, embedder: EmbeddingProvider
+    url: str,
+    schema: str,
+    tenant_id: str,
+    until: int,
+    embedder: EmbeddingProvider,
+    *,
+    progress: Progress = NO_PROGRESS,
 ) -> int:
     """Project ``tenant_id``'s log up to its position ``until`` into ``schema`` (created
     beforehand)."""
     async with schema_pool(url, schema) as pool:
-        runner = ProjectionRunner(
-            pool, default_projections(), ProjectionContext(embedder), maintain_indexes=False
-        )
+        ctx = ProjectionContext(embedder, progress=progress)
+        runner = ProjectionRunner(pool, default_projections(), ctx, maintain_indexes=False)
         return await runner.catch_up(tenant_id=tenant_id, until=until)

@@ -12,6 +12,7 @@ from kg.audit.replay import check_schema_name, create_replay_schema, drop_replay
 from kg.embeddings.base import EmbeddingProvider
 from kg.errors import ValidationError
 from kg.events.store import log_head, log_head_sql
+from kg.progress import NO_PROGRESS, Progress
 
 # The longest prefix of the tenant's log recorded at or before the time. Positions follow
 # commit order, but recorded_at is taken just before an append waits for the tenant's lock, so
@@ -68,6 +69,7 @@ async def materialise(
     schema: str | None = None,
     *,
     tenant_id: str,
+    progress: Progress = NO_PROGRESS,
 ) -> tuple[AsOf, int]:
     """Replay ``tenant_id``'s log up to ``until`` into ``schema`` (default
     ``kg_asof_<tenant>_<position>``) and keep it, frozen; returns it and the number of events
@@ -81,7 +83,7 @@ async def materialise(
         )
     await create_replay_schema(pool, schema)
     try:
-        applied = await replay(url, schema, tenant_id, position, embedder)
+        applied = await replay(url, schema, tenant_id, position, embedder, progress=progress)
         as_of = await freeze_replay_schema(pool, schema, tenant_id, position, until)
     except BaseException:
         await drop_replay_schema(pool, schema)

@@ -104,9 +104,18 @@ def replay(
                 await drop_kept(rt.system_pool, drop)
                 console.print(f"dropped {drop}")
                 return
-            as_of, applied = await materialise(
-                rt.system_pool, rt.url, until, rt.embedder, schema, tenant_id=rt.scope.tenant_id
-            )
+            from kg.cli.progress import shown
+
+            with shown("replay") as progress:
+                as_of, applied = await materialise(
+                    rt.system_pool,
+                    rt.url,
+                    until,
+                    rt.embedder,
+                    schema,
+                    tenant_id=rt.scope.tenant_id,
+                    progress=progress,
+                )
         console.print(
             f"replayed {applied} events into {as_of.describe()}\n"
             f"read it with: kg --as-of {as_of.schema} <command>  (or {AS_OF_ENV}="

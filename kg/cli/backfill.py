@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from kg.cli.common import console, run
+from kg.progress import ROWS_IMPORTED
 
 if TYPE_CHECKING:
     from backfill.report import BackfillReport
@@ -64,25 +65,34 @@ def backfill(
     (source: org.db/decisions#42). Idempotent and resumable: a rerun imports only what is
     missing. Every row that cannot be imported is reported with the reason."""
     from backfill.importer import BackfillOptions, run_backfill
+    from kg.cli.progress import shown
     from kg.runtime import open_runtime
 
-    options = BackfillOptions(
-        dry_run=dry_run,
-        chunk_size=chunk_size,
-        actor=actor,
-        pause=pause,
-        progress=None if dry_run else _progress,
-    )
-
     async def go() -> tuple[BackfillReport, str | None]:
-        async with open_runtime() as rt:
-            result = await run_backfill(rt.store, rt.scope, paths, options)
-            note = None
-            if catch_up and not dry_run:
-                start = time.perf_counter()
-                applied = await rt.catch_up()
-                took = time.perf_counter() - start
-                note = f"projections caught up: {applied} events in {took:.1f} s"
+        with shown("backfill") as progress:
+            committed: dict[str, int] = {}
+
+            def note_rows(table: str, rows: int) -> None:
+                _progress(table, rows)
+                progress.add(ROWS_IMPORTED, rows - committed.get(table, 0))
+                committed[table] = rows
+
+            options = BackfillOptions(
+                dry_run=dry_run,
+                chunk_size=chunk_size,
+                actor=actor,
+                pause=pause,
+                progress=None if dry_run else note_rows,
+            )
+            async with open_runtime() as rt:
+                result = await run_backfill(rt.store, rt.scope, paths, options)
+                note = None
+                if catch_up and not dry_run:
+                    start = time.perf_counter()
+                    rt.runner.ctx.progress = progress
+                    applied = await rt.catch_up()
+                    took = time.perf_counter() - start
+                    note = f"projections caught up: {applied} events in {took:.1f} s"
         return result, note
 
     result, note = run(go)

@@ -14,7 +14,8 @@ from pathlib import Path
 import typer
 
 from kg.cli.common import console, err_console, run
-from kg.cli.sync_command import print_problems
+from kg.cli.sync_command import print_problems, print_skipped
+from kg.ingest.files import DEFAULT_MAX_BYTES
 from kg.ingest.model import ParseProblem
 from kg.ingest.report import IngestReport
 
@@ -36,6 +37,7 @@ def print_ingest(report: IngestReport) -> None:
         f"{report.embedded} texts embedded ({report.seconds:.2f} s)"
     )
     print_problems(report.problems)
+    print_skipped(report)
 
 
 def ingest(
@@ -47,11 +49,21 @@ def ingest(
         False, "--force", help="Re-derive every file, even those whose content is unchanged."
     ),
     workers: int = typer.Option(0, help="Parsing processes (0: one per CPU, at most 4)."),
+    max_file_bytes: int = typer.Option(
+        DEFAULT_MAX_BYTES,
+        "--max-file-bytes",
+        min=1,
+        help="Skip (with a warning) files larger than this.",
+    ),
 ) -> None:
     """Parse Markdown specs and source code into the graph, appending events only for what
     changed.
 
-    The project's policy files (.kg/policies/*.yaml) are applied first, changes only."""
+    The project's policy files (.kg/policies/*.yaml) are applied first, changes only.
+    Folders are scanned without what git ignores and what the project's .kgignore lists.
+    Files too large, binary or not UTF-8 are skipped with a warning (exit code 0).
+    """
+    from kg.cli.progress import shown
     from kg.events import EventMetadata
     from kg.ingest.service import ingest_paths
     from kg.policies.enforce import cli_actor
@@ -59,13 +71,20 @@ def ingest(
     from kg.runtime import open_runtime
 
     async def go() -> tuple[PolicySync, IngestReport]:
-        async with open_runtime() as rt:
-            policies = await apply_policy_files(rt, EventMetadata(actor="kg ingest"))
-            report = await ingest_paths(
-                rt, _absolute(paths), force=force, workers=workers, acting=cli_actor()
-            )
-            report.problems += policies.problems
-            return policies, report
+        with shown("ingest") as progress:
+            async with open_runtime() as rt:
+                policies = await apply_policy_files(rt, EventMetadata(actor="kg ingest"))
+                report = await ingest_paths(
+                    rt,
+                    _absolute(paths),
+                    force=force,
+                    workers=workers,
+                    acting=cli_actor(),
+                    max_bytes=max_file_bytes,
+                    progress=progress,
+                )
+                report.problems += policies.problems
+                return policies, report
 
     policies, report = run(go)
     if policies.files or policies.events:
@@ -77,6 +96,12 @@ def ingest(
 
 def sync(
     full: bool = typer.Option(False, "--full", help="Scan every file, not only changed ones."),
+    max_file_bytes: int = typer.Option(
+        DEFAULT_MAX_BYTES,
+        "--max-file-bytes",
+        min=1,
+        help="Skip (with a warning) files larger than this.",
+    ),
 ) -> None:
     """Bring the graph up to the current git commit.
 
@@ -86,7 +111,7 @@ def sync(
     from kg.cli.sync_command import main
 
     # The same code as the plain `kg sync`, which kg.cli.main runs without Typer.
-    code = main(full)
+    code = main(full, max_file_bytes)
     if code:
         raise typer.Exit(code)
 

@@ -38,11 +38,13 @@ def catch_up(
     """Apply every new event to the projections, then exit."""
 
     async def go() -> None:
+        from kg.cli.progress import shown
         from kg.runtime import open_runtime
 
         async with open_runtime() as rt:
             rt.runner.batch_size = batch_size
-            applied = await rt.runner.catch_up()
+            with shown("catch-up") as rt.runner.ctx.progress:
+                applied = await rt.runner.catch_up()
             console.print(f"applied {applied} events; embedded {rt.runner.ctx.embedded} new texts")
 
     run(go)
@@ -55,10 +57,12 @@ def rebuild(
     """Empty projections and replay the whole log into them (embeddings come from the cache)."""
 
     async def go() -> None:
+        from kg.cli.progress import shown
         from kg.runtime import open_runtime
 
         async with open_runtime() as rt:
-            applied = await rt.runner.rebuild(names or None)
+            with shown("rebuild") as rt.runner.ctx.progress:
+                applied = await rt.runner.rebuild(names or None)
             console.print(
                 f"rebuilt {', '.join(names) if names else 'all projections'} from {applied} "
                 f"events; embedded {rt.runner.ctx.embedded} new texts"

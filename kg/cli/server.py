@@ -49,7 +49,16 @@ def status() -> None:
         for holder in found.holders:
             console.print(f"  pid {holder.pid}: {holder.command}", markup=False)
     elif found.running:
-        console.print("held by no kg process: the next kg to exit stops it, or `kg server stop`")
+        from kg.db.idle import IDLE_ENV, idle_seconds, watchdog_pid
+
+        watchdog = watchdog_pid(found.pgdata)
+        if watchdog is not None:
+            console.print(
+                f"held by no kg process: it stops {idle_seconds():.0f} s after the last kg "
+                f"exited ({IDLE_ENV}; idle watchdog pid {watchdog}), or with `kg server stop`"
+            )
+        else:
+            console.print("held by no kg process: stop it with `kg server stop`")
     if found.pruned:
         pids = ", ".join(str(p) for p in found.pruned)
         console.print(f"removed the handles of processes that are gone: pid {pids}")

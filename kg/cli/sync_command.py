@@ -10,8 +10,9 @@ import sys
 from collections.abc import Sequence
 
 from kg.errors import KgError
+from kg.ingest.files import DEFAULT_MAX_BYTES
 from kg.ingest.model import ParseProblem
-from kg.ingest.report import SyncReport
+from kg.ingest.report import IngestReport, SyncReport
 
 
 def print_problems(problems: Sequence[ParseProblem]) -> None:
@@ -24,8 +25,20 @@ def print_problems(problems: Sequence[ParseProblem]) -> None:
         print(f"{p.path}:{p.line}: {prefix}{p.message}", file=sys.stderr)
 
 
-def sync(full: bool) -> int:
+def print_skipped(report: IngestReport) -> None:
+    """One line after the warnings when files were skipped, saying what to do about them."""
+    if report.unreadable:
+        print(
+            f"skipped {len(report.unreadable)} files (too large, binary or not UTF-8; see the "
+            "warnings): --max-file-bytes raises the size limit, a .kgignore entry leaves a "
+            "file out without a warning",
+            file=sys.stderr,
+        )
+
+
+def sync(full: bool, max_bytes: int = DEFAULT_MAX_BYTES) -> int:
     """Run the sync, print its summary and problems; the exit code (1: failed files)."""
+    from kg.cli.progress import shown
     from kg.embeddings.factory import preload_in_background
     from kg.ingest.service import sync_project
     from kg.runtime import open_runtime
@@ -35,26 +48,28 @@ def sync(full: bool) -> int:
     preload_in_background()
 
     async def go() -> SyncReport:
-        async with open_runtime() as rt:
-            return await sync_project(rt, full=full)
+        with shown("sync") as progress:
+            async with open_runtime() as rt:
+                return await sync_project(rt, full=full, max_bytes=max_bytes, progress=progress)
 
     report = asyncio.run(go())
     print(f"sync: {report.summary()}", flush=True)
     if report.ingest is not None:
         print_problems(report.ingest.problems)
+        print_skipped(report.ingest)
         if report.ingest.failed:
             return 1
     return 0
 
 
-def main(full: bool) -> int:
+def main(full: bool, max_bytes: int = DEFAULT_MAX_BYTES) -> int:
     """:func:`sync` with a :class:`KgError` as ``error: ...`` on stderr and exit code 1, as
     every ``kg`` command does."""
     from kg.db.lost import quiet_driver_logs
 
     quiet_driver_logs()
     try:
-        return sync(full)
+        return sync(full, max_bytes)
     except Exception as exc:
         from kg.db.lost import as_unavailable
 

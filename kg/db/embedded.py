@@ -26,24 +26,33 @@ _log = logging.getLogger(__name__)
 _PRUNE_AT_EXIT: set[Path] = set()
 
 
-def _server(pgdata: Path, cleanup_mode: str | None) -> Any:
+def _server(pgdata: Path, cleanup_mode: str | None, idle: float = 0.0) -> Any:
     handles.use_runtime_dir(pgdata)
+    lock = handles.use_project_lock(pgdata)
     if pgdata.is_dir():
         handles.prune(pgdata)  # before attaching: a dead holder must not count as one
     server = handles.wheel().get_server(pgdata, cleanup_mode=cleanup_mode)
+    # Its detach at exit takes this lock even if the process has used another folder since.
+    server._lock = lock
     pgdata = Path(server.pgdata)
     handles.note_own_start(pgdata)
     if pgdata not in _PRUNE_AT_EXIT:
         # Registered after the wheel's own exit handler, so it runs first (atexit is LIFO):
         # with dead holders gone, this process sees it is the last and stops the server.
         _PRUNE_AT_EXIT.add(pgdata)
-        atexit.register(_prune_quietly, pgdata)
+        atexit.register(_prune_quietly, pgdata, idle)
     return server
 
 
-def _prune_quietly(pgdata: Path) -> None:
+def _prune_quietly(pgdata: Path, idle: float = 0.0) -> None:
+    """At exit: drop dead holders; the last live one left hands the server to the idle
+    watchdog (:mod:`kg.db.idle`) instead of stopping it."""
     try:
-        handles.prune(pgdata)
+        held = handles.prune(pgdata)
+        if idle > 0 and [h.pid for h in held.live] == [os.getpid()]:
+            from kg.db.idle import ensure_watchdog
+
+            ensure_watchdog(pgdata, idle)
     except Exception as exc:  # never fail an exit: the worst case is a server left running
         _log.debug("could not prune the server handles in %s: %s", pgdata, exc)
 
@@ -57,14 +66,19 @@ def start_embedded(
 ) -> str:
     """Start (or attach to) the project's embedded server and return a URL to ``database``.
 
-    The database is created if it does not exist yet. The server stops when the last process
-    using it exits, unless ``keep_running``; ``delete_on_exit`` also removes its data (tests).
+    The database is created if it does not exist yet. The server stays up for
+    ``KG_SERVER_IDLE`` seconds after the last process using it exits (:mod:`kg.db.idle`;
+    ``0``: it stops with that process), for good with ``keep_running``;
+    ``delete_on_exit`` stops it with the last process and removes its data (tests).
     """
+    from kg.db.idle import idle_seconds
+
     state_dir.mkdir(parents=True, exist_ok=True)
     pgdata = state_dir / "pgdata"
+    idle = 0.0 if keep_running or delete_on_exit else idle_seconds()
     try:
-        mode = "delete" if delete_on_exit else None if keep_running else "stop"
-        server = _server(pgdata, mode)
+        mode = "delete" if delete_on_exit else None if keep_running or idle > 0 else "stop"
+        server = _server(pgdata, mode, idle)
     except Exception as exc:  # the wheel raises assorted errors; the log says why
         log = pgdata / "log"
         raise DatabaseUnavailableError(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import struct
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import asyncpg
 
@@ -86,11 +86,21 @@ async def index_model(conn: asyncpg.Connection) -> str | None:
     return str(value) if value is not None else None
 
 
+EMBED_CHUNK = 256
+"""Texts per call to the provider: a progress display moves every few seconds, and each call
+still holds enough texts of similar length for the model's batching."""
+
+
 async def ensure_cached(
-    conn: asyncpg.Connection, provider: EmbeddingProvider, texts: Mapping[str, str]
+    conn: asyncpg.Connection,
+    provider: EmbeddingProvider,
+    texts: Mapping[str, str],
+    *,
+    on_embedded: Callable[[int], None] | None = None,
 ) -> int:
     """Make sure every ``content hash -> text`` in ``texts`` has a cached vector for the
-    provider's model; embed only the missing ones, in one batch. Returns how many were embedded."""
+    provider's model; embed only the missing ones, in chunks of :data:`EMBED_CHUNK` (each
+    reported to ``on_embedded``). Returns how many were embedded."""
     if not texts:
         return 0
     present = await conn.fetch(
@@ -102,12 +112,18 @@ async def ensure_cached(
     missing = [h for h in texts if h not in known]
     if not missing:
         return 0
-    vectors = await asyncio.to_thread(provider.embed, [texts[h] for h in missing])
-    if len(vectors) != len(missing):
-        raise EmbeddingError(
-            f"{provider.model_id} returned {len(vectors)} vectors for {len(missing)} texts"
-        )
-    await _insert_vectors(conn, provider.model_id, missing, vectors)
+    # Longest first, so each chunk holds texts of similar length (little padding).
+    missing.sort(key=lambda h: -len(texts[h]))
+    for start in range(0, len(missing), EMBED_CHUNK):
+        chunk = missing[start : start + EMBED_CHUNK]
+        vectors = await asyncio.to_thread(provider.embed, [texts[h] for h in chunk])
+        if len(vectors) != len(chunk):
+            raise EmbeddingError(
+                f"{provider.model_id} returned {len(vectors)} vectors for {len(chunk)} texts"
+            )
+        await _insert_vectors(conn, provider.model_id, chunk, vectors)
+        if on_embedded is not None:
+            on_embedded(len(chunk))
     return len(missing)
 
 

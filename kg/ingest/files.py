@@ -12,7 +12,7 @@ import os
 import stat
 from pathlib import Path
 
-from kg.ingest.model import ParseProblem
+from kg.ingest.model import ParseProblem, Severity
 
 DEFAULT_MAX_BYTES = 2_000_000
 _BOM = b"\xef\xbb\xbf"
@@ -46,7 +46,7 @@ def project_relpath(root: Path, path: Path) -> str | None:
 
 
 def read_markdown_file(
-    root: Path, path: Path, max_bytes: int = DEFAULT_MAX_BYTES
+    root: Path, path: Path, max_bytes: int = DEFAULT_MAX_BYTES, unsuitable: Severity = "error"
 ) -> tuple[str | None, ParseProblem | None]:
     """Read a Markdown file as UTF-8 text, or explain why not.
 
@@ -54,6 +54,9 @@ def read_markdown_file(
     the root (after resolving symlinks and ``..``), non-regular files, files over
     ``max_bytes``, binary files (NUL bytes) and invalid UTF-8 (naming the byte offset and line).
     A leading UTF-8 byte order mark is dropped.
+
+    ``unsuitable`` is the severity of a file that is readable but not text kg takes (too
+    large, binary, not UTF-8): lint fails on it, an ingest skips it with a warning.
     """
     rel = project_relpath(root, path)
     shown = rel if rel is not None else str(path)
@@ -76,22 +79,28 @@ def read_markdown_file(
         if not stat.S_ISREG(info.st_mode):
             return problem("refused: not a regular file")
         if info.st_size > max_bytes:
-            return problem(f"refused: file is {info.st_size} bytes, the limit is {max_bytes}")
+            return None, ParseProblem(
+                shown,
+                1,
+                f"refused: file is {info.st_size} bytes, the limit is {max_bytes}",
+                unsuitable,
+            )
         with real.open("rb") as handle:
             data = handle.read(max_bytes + 1)  # the file may have grown since stat()
     except OSError as error:
         return problem(f"cannot read file: {_reason(error)}")
-    return decode_markdown_bytes(data, shown, max_bytes)
+    return decode_markdown_bytes(data, shown, max_bytes, unsuitable)
 
 
 def decode_markdown_bytes(
-    data: bytes, shown: str, max_bytes: int = DEFAULT_MAX_BYTES
+    data: bytes, shown: str, max_bytes: int = DEFAULT_MAX_BYTES, unsuitable: Severity = "error"
 ) -> tuple[str | None, ParseProblem | None]:
     """The checks of :func:`read_markdown_file` on bytes already read (e.g. a blob from the git
-    index): size, NUL bytes (binary), UTF-8; ``shown`` names the file in the problem."""
+    index): size, NUL bytes (binary), UTF-8; ``shown`` names the file in the problem, whose
+    severity is ``unsuitable``."""
 
     def problem(message: str, line: int = 1) -> tuple[None, ParseProblem]:
-        return None, ParseProblem(shown, line, message)
+        return None, ParseProblem(shown, line, message, unsuitable)
 
     if len(data) > max_bytes:
         return problem(f"refused: file is larger than the limit of {max_bytes} bytes")

@@ -44,7 +44,7 @@ from kg.ingest.diff import (
     schema_fingerprint,
     stream_id,
 )
-from kg.ingest.files import read_markdown_file
+from kg.ingest.files import DEFAULT_MAX_BYTES, read_markdown_file
 from kg.ingest.links import WikiIndex
 from kg.ingest.model import ParsedDocument, ParseProblem, document_id
 from kg.ingest.project import discover_markdown, parse_texts, parsing_pool
@@ -53,6 +53,7 @@ from kg.ingest.report import IngestReport
 from kg.ingest.schema_map import SchemaMap
 from kg.ingest.targets import Targets
 from kg.ingest.tenure import Tenure
+from kg.progress import EVENTS_APPENDED, FILES_PARSED, FILES_READ, NO_PROGRESS, Progress
 from kg.runtime import Runtime
 
 CHUNK_FILES = 256
@@ -72,17 +73,24 @@ class Options:
     workers: int = 0  # 0: one per CPU, at most 4
     report_missing: bool = True
     catch_up: bool = True
+    max_bytes: int = DEFAULT_MAX_BYTES
+    progress: Progress = NO_PROGRESS
 
 
 def _text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _read_all(root: Path, relpaths: Sequence[str]) -> tuple[dict[str, str], list[ParseProblem]]:
+def _read_all(
+    root: Path, relpaths: Sequence[str], max_bytes: int
+) -> tuple[dict[str, str], list[ParseProblem]]:
+    """The files' texts, and why the others were not read: a file too large, binary or not
+    UTF-8 is a ``warning`` (skipped, the ingest goes on and succeeds), anything else an
+    ``error``."""
     texts: dict[str, str] = {}
     problems: list[ParseProblem] = []
     for rel in relpaths:
-        text, problem = read_markdown_file(root, Path(rel))
+        text, problem = read_markdown_file(root, Path(rel), max_bytes, "warning")
         if text is None:
             assert problem is not None
             problems.append(problem)
@@ -159,12 +167,20 @@ class Pipeline:
     async def run(self) -> IngestReport:
         self._skip_by_path()
         await self._read_history()
-        texts, problems = await asyncio.to_thread(_read_all, self.root, self.targets.files)
+        progress = self.options.progress
+        progress.total(FILES_READ, len(self.targets.files))
+        texts, problems = await asyncio.to_thread(
+            _read_all, self.root, self.targets.files, self.options.max_bytes
+        )
+        progress.add(FILES_READ, len(self.targets.files))
         self.report.problems += problems
-        self.report.failed += [p.path for p in problems]
+        self.report.failed += [p.path for p in problems if p.severity == "error"]
+        self.report.unreadable += [p.path for p in problems if p.severity == "warning"]
         await self.rt.catch_up()  # compare against a projection that has the whole log
         self._embedded_before = self.rt.runner.ctx.embedded
         changed, removed = await self._select(texts)
+        if changed:
+            progress.total(FILES_PARSED, len(changed))
         self.tenure.start(len(changed) >= POOL_MIN_FILES)
         try:
             if changed or removed:
@@ -252,6 +268,7 @@ class Pipeline:
                 if i == 0 and self.options.catch_up:
                     per_file = sum(len(d.nodes) for d in docs) / max(1, len(docs))
                     await self.projector.plan(int(per_file * len(changed)))
+                self.options.progress.add(FILES_PARSED, len(docs))
                 await self._apply([(d.path, d) for d in docs])
                 self.tenure.settle()
             for i in range(0, len(removed), CHUNK_FILES):
@@ -325,7 +342,9 @@ class Pipeline:
         async with state.scoped(self.rt.app_pool, self.scope) as conn:
             paths = await code_state.specs_mentioning(conn, self.scope, names)
         extra = [p for p in paths if p not in texts and (self.root / p).is_file()]
-        more, problems = await asyncio.to_thread(_read_all, self.root, extra)
+        more, problems = await asyncio.to_thread(
+            _read_all, self.root, extra, self.options.max_bytes
+        )
         self.report.problems += problems
         texts.update(more)
         self.report.unchanged -= len([p for p in more if p in self._unchanged])
@@ -461,6 +480,7 @@ class Pipeline:
             self.report.edges_asserted += change.edges_asserted
             self.report.edges_retracted += change.edges_retracted
             self.report.events += len(change.events)
+        self.options.progress.add(EVENTS_APPENDED, sum(len(c.events) for c, _ in batch))
         if results:
             self.report.note_positions(
                 min(r.first_position for r in results), max(r.last_position for r in results)

@@ -2,54 +2,39 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Executor
 from pathlib import Path
 
-from kg.directives.files import RULE_FOLDERS, is_rule_path
 from kg.ingest.files import DEFAULT_MAX_BYTES, project_relpath
-from kg.ingest.links import MARKDOWN_SUFFIXES, WikiIndex
+from kg.ingest.links import WikiIndex
 from kg.ingest.markdown import parse_markdown, parse_text
 from kg.ingest.model import ParsedDocument, ParseProblem
 from kg.ingest.schema_map import SchemaMap, load_schema_map
+from kg.ingest.walker import SKIPPED_DIRS, walk_files
 
-# Folders that hold tooling or dependencies rather than the project's specs.
-SKIPPED_DIRS = frozenset({"node_modules", "__pycache__", "venv", "site-packages"})
+__all__ = [
+    "SKIPPED_DIRS",
+    "discover_files",
+    "discover_markdown",
+    "parse_project",
+    "parse_texts",
+    "parsing_pool",
+]
 
 
 def discover_markdown(root: Path) -> list[str]:
-    """Project-relative POSIX paths of the Markdown files under ``root``, sorted.
-
-    Hidden folders (``.git``, ``.venv``, ...) and :data:`SKIPPED_DIRS` are not entered, except
-    the project's ``.cursor`` and ``.github`` for their rule files, and symlinked folders are
-    not followed, so the walk stays inside the project.
-    """
-    return discover_files(root, MARKDOWN_SUFFIXES, rule_folders=True)
+    """Project-relative POSIX paths of the Markdown files under ``root``, sorted, without
+    hidden, skipped or ignored ones (:func:`kg.ingest.walker.walk_files`), with the rule
+    files agents read in the project's ``.cursor`` and ``.github``."""
+    return walk_files(root, rule_folders=True)
 
 
 def discover_files(
     root: Path, suffixes: tuple[str, ...], *, rule_folders: bool = False
 ) -> list[str]:
-    """:func:`discover_markdown` for any file names ending with ``suffixes`` (lowercased);
-    ``rule_folders``: also the rule files agents read in ``.cursor`` and ``.github``."""
-    base = os.path.abspath(root)
-    found: list[str] = []
-    for folder, dirs, files in os.walk(base):
-        # Plain string joins, not Path objects: a one-file sync walks the whole project.
-        rel = os.path.relpath(folder, base).replace(os.sep, "/")
-        prefix = "" if rel == "." else rel + "/"
-        hidden = rule_folders and prefix.startswith(tuple(f + "/" for f in RULE_FOLDERS))
-        dirs[:] = [
-            d
-            for d in dirs
-            if (not d.startswith(".") or (rule_folders and not prefix and d in RULE_FOLDERS))
-            and d not in SKIPPED_DIRS
-        ]
-        names = [prefix + n for n in files if n.lower().endswith(suffixes)]
-        # In .cursor and .github only the rule files agents read (kg.directives.nodes).
-        found += [p for p in names if is_rule_path(p)] if hidden else names
-    return sorted(found)
+    """:func:`discover_markdown` for any file names ending with ``suffixes``."""
+    return walk_files(root, "", suffixes, rule_folders=rule_folders)
 
 
 def parse_project(

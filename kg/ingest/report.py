@@ -13,13 +13,17 @@ from kg.ingest.model import ParseProblem
 class IngestReport:
     """Counts of one ingest. ``failed`` files could not be read or parsed into nodes (their
     problems say why); their earlier nodes, if any, are kept as they were. ``rejected`` paths
-    were refused before reading (outside the project, not Markdown) or do not exist."""
+    were refused before reading (outside the project, not Markdown) or do not exist.
+    ``unreadable`` files were read but are no text kg takes (too large, binary, not UTF-8):
+    a warning each, not a failure; their earlier nodes are kept too. ``skipped`` source files
+    were left out on purpose (vendored, generated, minified), by reason."""
 
     changed: list[str] = field(default_factory=list)
     unchanged: int = 0
     removed: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     rejected: list[str] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)
     nodes_asserted: int = 0
     nodes_retired: int = 0
     edges_asserted: int = 0
@@ -38,7 +42,13 @@ class IngestReport:
 
     @property
     def files(self) -> int:
-        return len(self.changed) + self.unchanged + len(self.removed) + len(self.failed)
+        return (
+            len(self.changed)
+            + self.unchanged
+            + len(self.removed)
+            + len(self.failed)
+            + len(self.unreadable)
+        )
 
     @property
     def errors(self) -> list[ParseProblem]:
@@ -51,8 +61,11 @@ class IngestReport:
     def summary(self) -> str:
         text = (
             f"{self.files} files: {len(self.changed)} changed, {self.unchanged} unchanged, "
-            f"{len(self.removed)} removed, {len(self.failed)} failed; {self.events} events"
+            f"{len(self.removed)} removed, {len(self.failed)} failed"
         )
+        if self.unreadable:
+            text += f", {len(self.unreadable)} skipped"
+        text += f"; {self.events} events"
         if self.first_position is not None:
             text += f" at positions {self.first_position}..{self.last_position}"
         if self.skipped:

@@ -18,6 +18,7 @@ from kg.directives.conflicts import find_conflicts
 from kg.events import EventMetadata
 from kg.ingest import gitio
 from kg.ingest.code.languages import SOURCE_SUFFIXES
+from kg.ingest.files import DEFAULT_MAX_BYTES
 from kg.ingest.lint import find_dangling
 from kg.ingest.model import ParseProblem, document_id
 from kg.ingest.pipeline import Options, Pipeline
@@ -27,6 +28,8 @@ from kg.ingest.schema_map import SCHEMA_FILES, load_schema_map
 from kg.ingest.state import holds_mark, log_mark, scoped
 from kg.ingest.sync_state import Synced, last_synced, record_synced, state_key, sync_lock
 from kg.ingest.targets import Targets, is_project_file, resolve_targets
+from kg.ingest.walker import drop_ignored
+from kg.progress import NO_PROGRESS, Progress
 from kg.runtime import Runtime
 
 
@@ -39,6 +42,8 @@ async def ingest_paths(
     metadata: EventMetadata | None = None,
     workers: int = 0,
     acting: str | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    progress: Progress = NO_PROGRESS,
 ) -> IngestReport:
     """Ingest Markdown files and folders (default: the whole project) into the graph.
 
@@ -54,6 +59,10 @@ async def ingest_paths(
     the run's events together. ``acting`` (default: the metadata's actor) is who policies
     must allow to ingest the files (``kg.policies.enforce``).
 
+    A file over ``max_bytes``, binary or not UTF-8 is skipped with a warning (``skipped``);
+    folders are scanned without what git or the project's ``.kgignore`` ignore
+    (:mod:`kg.ingest.walker`). ``progress`` counts files, events and embeddings as they go.
+
     Raises:
         ValidationError: the project's schema map is malformed.
         ConcurrencyConflictError: other writers kept changing the same files (after retries).
@@ -63,7 +72,10 @@ async def ingest_paths(
     targets = await asyncio.to_thread(resolve_targets, root, paths)
     meta = metadata or EventMetadata(actor=actor)
     await _require_ingest(rt, acting or meta.actor, targets, meta)
-    return await _run(rt, targets, Options(force=force, metadata=meta, workers=workers))
+    options = Options(
+        force=force, metadata=meta, workers=workers, max_bytes=max_bytes, progress=progress
+    )
+    return await _run(rt, targets, options)
 
 
 async def _require_ingest(
@@ -82,14 +94,25 @@ async def _run(rt: Runtime, targets: Targets, options: Options) -> IngestReport:
     if options.metadata.correlation_id is None:
         meta = options.metadata.model_copy(update={"correlation_id": str(uuid.uuid4())})
         options = dataclasses.replace(options, metadata=meta)
-    report = await Pipeline(rt, schema, targets, options).run()
+    ctx = rt.runner.ctx
+    shown, ctx.progress = ctx.progress, options.progress
+    try:
+        report = await Pipeline(rt, schema, targets, options).run()
+    finally:
+        ctx.progress = shown
     report.problems.sort(key=lambda p: (p.path, p.line, p.message))
     report.seconds = time.perf_counter() - start
     return report
 
 
 async def sync_project(
-    rt: Runtime, *, full: bool = False, actor: str = "kg sync", acting: str | None = None
+    rt: Runtime,
+    *,
+    full: bool = False,
+    actor: str = "kg sync",
+    acting: str | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    progress: Progress = NO_PROGRESS,
 ) -> SyncReport:
     """Bring the graph up to the project's current git commit.
 
@@ -104,7 +127,8 @@ async def sync_project(
     The project's policy files are applied first (:mod:`kg.policies.sync`: only changes are
     appended). ``acting`` (default: the CLI user, :func:`~kg.policies.enforce.cli_actor`) is
     who policies must allow to ingest the changed files; a refusal writes nothing and
-    records no sync, so the next sync tries the same commits again.
+    records no sync, so the next sync tries the same commits again. Files git or
+    ``.kgignore`` ignore are left out, as in :func:`ingest_paths`.
     """
     root = rt.settings.project_root
     state_dir = rt.settings.state_dir
@@ -133,13 +157,18 @@ async def sync_project(
         if reason is not None:
             targets = await asyncio.to_thread(resolve_targets, root, None)
             await _require_ingest(rt, who, targets, meta)
-            report = await _run(rt, targets, Options(metadata=meta))
+            options = Options(metadata=meta, max_bytes=max_bytes, progress=progress)
+            report = await _run(rt, targets, options)
             result = SyncReport("full", last, head, reason=reason, ingest=report)
         else:
-            paths = sorted({c.path for c in changes if is_project_file(c.path)})
+            named = sorted({c.path for c in changes if is_project_file(c.path)})
+            paths = await asyncio.to_thread(drop_ignored, root, named)
             targets = await asyncio.to_thread(resolve_targets, root, paths)
             await _require_ingest(rt, who, targets, meta)
-            report = await _run(rt, targets, Options(metadata=meta, report_missing=False))
+            options = Options(
+                metadata=meta, report_missing=False, max_bytes=max_bytes, progress=progress
+            )
+            report = await _run(rt, targets, options)
             result = SyncReport("incremental", last, head, paths=paths, ingest=report)
         result.policies = policies.summary() if policies.files or policies.events else ""
         report.problems += policies.problems

@@ -14,7 +14,7 @@ from kg.ingest.code.languages import SOURCE_SUFFIXES, is_source
 from kg.ingest.files import absolute_path, project_relpath
 from kg.ingest.links import MARKDOWN_SUFFIXES, is_markdown
 from kg.ingest.model import ParseProblem
-from kg.ingest.project import SKIPPED_DIRS, discover_files
+from kg.ingest.walker import SKIPPED_DIRS, walk_files
 from kg.validation import MAX_PATH_CHARS, clip, unstorable_reason
 
 _INGESTED = MARKDOWN_SUFFIXES + SOURCE_SUFFIXES
@@ -108,8 +108,8 @@ def _resolve_one(
         )
     elif full.is_dir():
         targets.folders.append(rel)
-        for found in discover_files(full, _INGESTED, rule_folders=rel == ""):
-            add(posixpath.join(rel, found) if rel else found)
+        for found in walk_files(root, rel, _INGESTED, rule_folders=rel == ""):
+            add(found)
     elif full.exists() or full.is_symlink():
         if is_ingestible(rel):
             add(rel)

@@ -12,15 +12,22 @@ import orjson
 
 from kg.embeddings.base import EmbeddingProvider
 from kg.events.envelope import RecordedEvent
+from kg.progress import NO_PROGRESS, TEXTS_EMBEDDED, Progress
 
 
 @dataclass
 class ProjectionContext:
     """What projections may use besides the connection. ``embedded`` counts texts actually
-    sent to the provider (cache misses), for status and tests."""
+    sent to the provider (cache misses), for status and tests; ``progress`` is where a long
+    command's display counts them (and the events projected)."""
 
     embedder: EmbeddingProvider
     embedded: int = 0
+    progress: Progress = NO_PROGRESS
+
+    def note_embedded(self, n: int) -> None:
+        self.embedded += n
+        self.progress.add(TEXTS_EMBEDDED, n)
 
 
 class Projection(Protocol):

@@ -113,7 +113,7 @@ class NodesProjection:
                 for passage in passage_texts(node.name, node.content, place):
                     texts[h := content_hash(passage)] = passage
                     passages.setdefault(id(node), []).append(h)
-            ctx.embedded += await ensure_cached(conn, ctx.embedder, texts)
+            await ensure_cached(conn, ctx.embedder, texts, on_embedded=ctx.note_embedded)
         for kind, run in runs(mine, lambda g: g.kind):
             keys = list({_key(g): None for g in run})
             await conn.execute(_PASSAGES_DELETE, *(list(col) for col in zip(*keys, strict=True)))

@@ -33,6 +33,7 @@ import asyncpg
 from kg.errors import ValidationError
 from kg.events.envelope import RecordedEvent
 from kg.events.store import SELECT_EVENT, EventStore, log_head, record_from_row
+from kg.progress import EVENTS_PROJECTED
 from kg.projections.base import Projection, ProjectionContext
 
 _READ_RANGE = f"""
@@ -313,9 +314,23 @@ class ProjectionRunner:
             tasks = [group.create_task(lane(projections)) for projections in lanes]
         return max(task.result() for task in tasks)
 
+    def _progress_name(self, selected: list[Projection]) -> str:
+        """The progress counter of a replay: one per lane when lanes run side by side."""
+        if len(selected) == len(self.projections):
+            return EVENTS_PROJECTED
+        return f"{EVENTS_PROJECTED} ({', '.join(p.name for p in selected)})"
+
     async def _replay(self, selected: list[Projection], behind: list[_Behind]) -> int:
         """Replay each tenant's log that is ahead, one tenant after the other."""
         applied = 0
+        name = self._progress_name(selected)
+        progress = self.ctx.progress
+        # How far this replay goes, as seen now (an ingest's log keeps growing: each replay
+        # says it again).
+        todo = sum(
+            max(0, (t.head if t.until is None else min(t.head, t.until)) - t.seen) for t in behind
+        )
+        progress.total(name, progress.counter(name).value + todo)
         for tenant in behind:
             ahead: _Prefetch | None = None
             try:
@@ -326,6 +341,7 @@ class ProjectionRunner:
                     if n == 0:
                         break
                     applied += n
+                    progress.add(name, n)
             finally:
                 if ahead is not None:
                     await ahead.discard()

@@ -163,3 +163,41 @@ async def test_a_second_backfill_of_the_same_file_stops_with_a_conflict(
     ]
     assert await store.count(scope) == legacy.events
     await assert_log_verifies(system_store, [scope.tenant_id])  # two writers ran side by side
+
+
+def progress_lines(stderr: str, label: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith(f"{label}: ")]
+
+
+async def test_backfill_catch_up_rebuild_and_replay_show_progress(
+    env: dict[str, str], tmp_path: Path, legacy: GeneratedLegacy, store: EventStore, scope: Scope
+) -> None:
+    """With stderr not a terminal, each long command prints plain progress lines (every
+    KG_PROGRESS_SECONDS; 0 here: every change) and a last one with the totals."""
+    plain = {**env, "KG_PROGRESS_SECONDS": "0"}
+    paths = [str(p) for p in legacy.paths]
+    imported = kg("backfill", *paths, "--no-catch-up", env=plain, cwd=tmp_path)
+    assert imported.returncode == 0, imported.stderr
+    rows = progress_lines(imported.stderr, "backfill")
+    assert rows, imported.stderr
+    imported_rows = sum(legacy.importable(t) for t in legacy.rows)
+    counted = re.match(r"backfill: rows imported ([\d,]+)", rows[-1])
+    assert counted is not None, rows[-1]
+    assert int(counted.group(1).replace(",", "")) >= imported_rows
+    assert "committed org.db/decisions:" in imported.stderr, "the per-table lines stay"
+
+    caught = kg("projections", "catch-up", env=plain, cwd=tmp_path)
+    assert caught.returncode == 0, caught.stderr
+    events = legacy.events
+    last = progress_lines(caught.stderr, "catch-up")[-1]
+    assert f"events projected {events:,}/{events:,}" in last, last
+    assert "texts embedded" in last and "elapsed" in last
+
+    rebuilt = kg("projections", "rebuild", "kg_edges", env=plain, cwd=tmp_path)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert f"events projected (kg_edges) {events:,}/{events:,}" in rebuilt.stderr
+
+    replayed = kg("audit", "replay", "--until", "100", env=plain, cwd=tmp_path)
+    assert replayed.returncode == 0, replayed.stderr
+    assert "replay: events projected 100/100" in replayed.stderr
+    assert await store.count(scope) == events

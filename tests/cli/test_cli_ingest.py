@@ -72,9 +72,9 @@ def test_ingest_reports_changes_problems_and_exit_code(env: dict[str, str], exam
     (examples / "docs/bad.md").write_bytes(b"# Bad\n\x00binary")
     (examples / "docs/stories/sync-on-commit.md").unlink()
     bad = kg("ingest", "docs", env=env, cwd=examples)
-    assert bad.returncode == 1
-    assert "0 changed, 11 unchanged, 1 removed, 1 failed" in bad.stdout
-    assert "docs/bad.md:2: refused: binary file (NUL byte at offset 6)" in bad.stderr
+    assert bad.returncode == 0, "a binary file is skipped with a warning, not a failure"
+    assert "0 changed, 11 unchanged, 1 removed, 0 failed, 1 skipped" in bad.stdout
+    assert "docs/bad.md:2: warning: refused: binary file (NUL byte at offset 6)" in bad.stderr
     typo = kg("ingest", "docs/nope.md", env=env, cwd=examples)
     assert typo.returncode == 1
     assert "docs/nope.md:1: no such file (and nothing ingested from it)" in typo.stderr
@@ -154,3 +154,57 @@ def test_sync_and_hooks_install_in_a_repository(env: dict[str, str], tmp_path: P
     assert hooks.returncode == 0, hooks.stderr
     assert f"installed {tmp_path / '.git/hooks/pre-commit'}" in hooks.stdout
     assert "background above 5 changed files" in hooks.stdout
+
+
+def test_ingest_skips_unsuitable_files_with_warnings_honours_ignores_and_shows_progress(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    (tmp_path / "project").mkdir()
+    repo = Repo(tmp_path / "project")
+    (repo.root / ".kg").mkdir()
+    repo.write("docs/spec.md", "# Spec\n\nThe checkout keeps the cart.\n")
+    repo.write("docs/chat.md", "# Chat log\n" + "blah " * 600)  # ~3 KB
+    repo.write("docs/image.md", b"\x89PNG\r\n\x1a\n\x00\x00")
+    repo.write("docs/latin1.md", b"# Caf\xe9\n")
+    repo.write(".gitignore", "build/\n")
+    repo.write("build/generated.md", "# Generated\n")
+    repo.write(".kgignore", "notes/\n")
+    repo.write("notes/todo.md", "# Todo\n")
+    repo.commit()
+
+    plain = {**env, "KG_PROGRESS_SECONDS": "0"}
+    out = kg("ingest", ".", "--max-file-bytes", "2000", env=plain, cwd=repo.root)
+    assert out.returncode == 0, "unsuitable files are warnings: " + out.stderr
+    assert "4 files: 1 changed, 0 unchanged, 0 removed, 0 failed, 3 skipped" in out.stdout
+    assert "docs/chat.md:1: warning: refused: file is 3011 bytes, the limit is 2000" in out.stderr
+    assert "docs/image.md:3: warning: refused: binary file" in out.stderr
+    assert "docs/latin1.md:1: warning: invalid UTF-8" in out.stderr
+    assert "skipped 3 files (too large, binary or not UTF-8" in out.stderr
+    assert "--max-file-bytes raises the size limit" in out.stderr
+    progress = [line for line in out.stderr.splitlines() if line.startswith("ingest: ")]
+    assert progress, out.stderr
+    assert "files parsed 1/1" in progress[-1]
+    assert "events appended" in progress[-1]
+    assert "texts embedded" in progress[-1]
+
+    inspected = kg("inspect", "build/generated.md", env=env, cwd=repo.root)
+    assert inspected.returncode != 0, "git-ignored files are not ingested"
+    assert kg("inspect", "notes/todo.md", env=env, cwd=repo.root).returncode != 0
+    assert kg("inspect", "docs/spec.md", env=env, cwd=repo.root).returncode == 0
+
+    raised = kg("ingest", "docs", "--max-file-bytes", "10000", env=env, cwd=repo.root)
+    assert raised.returncode == 0, raised.stderr
+    assert "1 changed, 1 unchanged, 0 removed, 0 failed, 2 skipped" in raised.stdout
+
+
+def test_a_full_sync_shows_its_progress_on_stderr(env: dict[str, str], examples: Path) -> None:
+    plain = {**env, "KG_PROGRESS_SECONDS": "0"}
+    out = kg("sync", "--full", env=plain, cwd=examples)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("sync: full scan (requested)"), "stdout keeps the summary only"
+    lines = [line for line in out.stderr.splitlines() if line.startswith("sync: ")]
+    assert lines[0].startswith("sync: files read 0/11")
+    last = lines[-1]
+    for part in ("files read 11/11", "files parsed 11/11", "events appended", "texts embedded"):
+        assert part in last, last
+    assert "events projected" in last and "elapsed" in last

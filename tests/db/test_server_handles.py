@@ -174,3 +174,41 @@ def test_a_reused_pid_is_not_taken_for_the_holder_it_replaced(tmp_path: Path) ->
     finally:
         unrelated.kill()
         unrelated.wait()
+
+
+def test_each_project_locks_its_own_server(tmp_path: Path) -> None:
+    """Attaching to one project's server does not wait for another project's (the wheel's
+    default lock is one file for every server of the user)."""
+    a, b = tmp_path / "a/.kg/pgdata", tmp_path / "b/.kg/pgdata"
+    for pgdata in (a, b):
+        pgdata.mkdir(parents=True)
+    with handles.server_lock(a):
+        assert (tmp_path / "a/.kg" / handles.LOCK_FILE).exists()
+        other = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import sys; from pathlib import Path; from kg.db import handles\n"
+                "handles.use_project_lock(Path(sys.argv[1]))\n"
+                "print(handles.wheel().PostgresServer._lock.acquire(blocking=False))\n",
+                str(b),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert other.stdout.strip() == "True", "another project's lock is free: " + other.stderr
+        same = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import sys; from pathlib import Path; from kg.db import handles\n"
+                "handles.use_project_lock(Path(sys.argv[1]))\n"
+                "print(handles.wheel().PostgresServer._lock.acquire(blocking=False))\n",
+                str(a),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert same.stdout.strip() == "False", "the same project's lock is held"

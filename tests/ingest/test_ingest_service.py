@@ -250,7 +250,10 @@ async def test_bad_input_is_reported_with_file_and_reason_and_the_rest_is_ingest
     )
     assert report.changed == ["docs/ok.md"]
     assert sorted(report.rejected) == [str(root / "../secret.md"), "docs/notes.txt", "nope.md"]
-    assert sorted(report.failed) == ["docs/bad.md", "docs/huge.md", "docs/image.md", "docs/link.md"]
+    assert report.failed == ["docs/link.md"]
+    assert sorted(report.unreadable) == ["docs/bad.md", "docs/huge.md", "docs/image.md"]
+    warned = {p.path for p in report.problems if p.severity == "warning"}
+    assert {"docs/bad.md", "docs/huge.md", "docs/image.md"} <= warned, "skipped, not failed"
     messages = [str(p) for p in report.problems]
     assert "docs/bad.md:2: invalid UTF-8 at byte offset 6: invalid start byte" in messages
     assert "docs/image.md:3: refused: binary file (NUL byte at offset 8)" in messages

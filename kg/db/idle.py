@@ -1,0 +1,127 @@
+"""Keep the embedded server warm between commands, and stop it after an idle period.
+
+Starting PostgreSQL costs every ``kg`` command ~0.3 s, and a developer runs many in a row
+(a commit's hook, ``kg status``, a query). So the server is not stopped when the last ``kg``
+process lets go of it: that process starts a small watchdog (``python -m kg.db.idle``, one
+per data folder, detached) which stops the server once no ``kg`` process has held it for
+``KG_SERVER_IDLE`` seconds (default 900; ``0`` stops it with the last process, as before).
+
+The watchdog decides under the wheel's inter-process lock, which every ``kg`` holds while it
+attaches: a command that attaches either does so before the check (and counts as a holder)
+or after the stop (and starts the server again itself); two servers on one folder cannot
+happen. Activity is read from the wheel's handle list, rewritten on every attach and exit,
+so a command that came and went between two checks still resets the clock. Handles of
+killed processes are pruned at each check (:mod:`kg.db.handles`). ``kg server stop`` stops
+the server at once; the watchdog then sees it gone and exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+IDLE_ENV = "KG_SERVER_IDLE"
+DEFAULT_IDLE_SECONDS = 900.0
+WATCHDOG_FILE = "kg-idle-watchdog.pid"
+_POLL_SECONDS = 15.0
+
+
+def idle_seconds() -> float:
+    """``KG_SERVER_IDLE`` (seconds the server stays up after the last command), or the
+    default; an unusable value falls back to the default rather than failing a command."""
+    raw = os.environ.get(IDLE_ENV, "").strip()
+    try:
+        value = float(raw) if raw else DEFAULT_IDLE_SECONDS
+    except ValueError:
+        return DEFAULT_IDLE_SECONDS
+    return max(0.0, value)
+
+
+def watchdog_pid(pgdata: Path) -> int | None:
+    """The pid of the live watchdog of ``pgdata``, or None."""
+    import psutil  # type: ignore[import-untyped]
+
+    try:
+        pid = int((pgdata / WATCHDOG_FILE).read_text(encoding="utf-8").split()[0])
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return None
+        command = " ".join(process.cmdline())
+    except (OSError, ValueError, IndexError, psutil.Error):
+        return None
+    return pid if "kg.db.idle" in command and str(pgdata) in command else None
+
+
+def ensure_watchdog(pgdata: Path, seconds: float) -> None:
+    """Start the watchdog of ``pgdata`` unless one runs. Called by the last ``kg`` process
+    to let go of the server; never raises (the worst case is a server left running, which
+    ``kg server stop`` ends)."""
+    if seconds <= 0 or watchdog_pid(pgdata) is not None:
+        return
+    with contextlib.suppress(OSError):
+        subprocess.Popen(
+            [sys.executable, "-m", "kg.db.idle", str(pgdata), str(seconds)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # not killed with the shell or the hook that ran kg
+            close_fds=True,
+        )
+
+
+def _last_activity(pgdata: Path) -> float:
+    from kg.db.handles import PIDS_FILE
+
+    try:
+        return (pgdata / PIDS_FILE).stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def watch(pgdata: Path, seconds: float, poll: float = _POLL_SECONDS) -> str:
+    """Wait until the server on ``pgdata`` has had no holder for ``seconds``, then stop it.
+    Returns why it ended: ``stopped``, ``gone`` (stopped by someone else) or ``replaced``
+    (another watchdog took over)."""
+    from kg.db.handles import prune_locked, server_lock
+    from kg.db.server_control import _postmaster, _stop
+
+    (pgdata / WATCHDOG_FILE).write_text(f"{os.getpid()}\n", encoding="utf-8")
+    busy = time.time()
+    while True:
+        left = busy + seconds - time.time()
+        time.sleep(max(0.05, min(poll, left)))
+        if watchdog_pid(pgdata) != os.getpid():
+            return "replaced"
+        found = _postmaster(pgdata)
+        if found is None:
+            return "gone"
+        with server_lock(pgdata):
+            held = prune_locked(pgdata)
+            busy = max(busy, _last_activity(pgdata))
+            if held.live:
+                busy = time.time()
+                continue
+            if time.time() - busy < seconds:
+                continue
+            _stop(pgdata, found[0])
+            return "stopped"
+
+
+def main(argv: list[str]) -> int:
+    pgdata = Path(argv[0])
+    seconds = float(argv[1])
+    try:
+        watch(pgdata, seconds)
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            if int((pgdata / WATCHDOG_FILE).read_text().split()[0]) == os.getpid():
+                (pgdata / WATCHDOG_FILE).unlink()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
