@@ -203,8 +203,10 @@ def test_a_full_sync_shows_its_progress_on_stderr(env: dict[str, str], examples:
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("sync: full scan (requested)"), "stdout keeps the summary only"
     lines = [line for line in out.stderr.splitlines() if line.startswith("sync: ")]
-    assert lines[0].startswith("sync: files read 0/11")
+    total = int(lines[0].split("files read 0/", 1)[1].split(";")[0].split(",")[0])
+    assert total >= 11, "the examples' specs, rules and source files"
     last = lines[-1]
-    for part in ("files read 11/11", "files parsed 11/11", "events appended", "texts embedded"):
+    for part in (f"files read {total}/{total}", f"files parsed {total}/{total}",
+                 "events appended", "texts embedded"):  # fmt: skip
         assert part in last, last
     assert "events projected" in last and "elapsed" in last
