@@ -100,6 +100,11 @@ class Progress:
 
 
 class _Silent(Progress):
+    """Shared by every caller without a display, so it keeps no counts at all."""
+
+    def counter(self, name: str) -> Counter:
+        return Counter(name)  # a throwaway: the shared instance must never accumulate
+
     def total(self, name: str, total: int) -> None:
         pass
 
