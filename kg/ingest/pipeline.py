@@ -34,10 +34,12 @@ from kg.ingest.diff import (
     ProjectedFile,
     diff_file,
     file_fingerprint,
+    mentioned_entities,
     requirement_ids,
     schema_fingerprint,
     stream_id,
 )
+from kg.ingest.entities.relations import RelationLedger
 from kg.ingest.files import read_markdown_file
 from kg.ingest.links import WikiIndex
 from kg.ingest.model import ParsedDocument, ParseProblem, document_id
@@ -99,7 +101,8 @@ class Pipeline:
             problems=list(targets.problems), rejected=[p.path for p in targets.problems]
         )
         self.known_requirements: set[str] = set()
-        self.dropped: dict[str, str] = {}  # requirement id -> the file that dropped it
+        self.dropped: dict[str, str] = {}  # shared node id -> the file that dropped it
+        self.relations = RelationLedger()  # relationship edges between entities
         self.provenance = Provenance(None, set())
         self.projector = bulk.Projector(rt)
         self.tenure = Tenure()
@@ -235,6 +238,14 @@ class Pipeline:
             )
             wanted = sorted(requirement_ids(docs) - self.known_requirements)
             self.known_requirements |= await state.existing_nodes(conn, self.scope, wanted)
+            entities = self.relations.missing(
+                e
+                for rel, doc in items
+                for e in mentioned_entities(projected[document_id(rel)], doc)
+            )
+            if entities:
+                rows = await state.relation_edges(conn, self.scope, entities)
+                self.relations.load(entities, rows)
         changes: list[tuple[FileChange, EventMetadata]] = []
         for rel, doc in items:
             change = self._diff_one(rel, doc, projected[document_id(rel)])
@@ -252,6 +263,7 @@ class Pipeline:
             # What the failed transaction would have asserted is not in the graph: forget it,
             # so the retry asks the (caught-up) graph again.
             self.known_requirements = known_before
+            self.relations = RelationLedger()  # reloaded from the graph, which has what committed
             raise
 
     def _metadata(self, source: str) -> EventMetadata:
@@ -277,6 +289,7 @@ class Pipeline:
                 source=source,
                 known_requirements=self.known_requirements,
                 reason=reason,
+                relations=self.relations,
             )
         except pydantic.ValidationError as error:
             self.known_requirements = known_before

@@ -13,9 +13,13 @@ A schema map is a YAML file, ``.kg/schema.yaml`` or ``kg-schema.yaml`` in the pr
         paths: ["**/stories/*.md"]
         headings: ['^Story\\b']   # regular expressions searched in the heading text
 
+    entities:                    # optional: extract entities from the prose
+      presets: [endpoints, events, bold_terms, relationships, glossary]
+
 ``paths`` and ``front_matter_type`` type documents; ``headings`` type sections. A front matter
 match beats a path match (the author said so explicitly); otherwise the first matching rule
-wins. Typing never changes a node id, only its ``node_type``.
+wins. Typing never changes a node id, only its ``node_type``. The ``entities`` block is
+described in :mod:`kg.ingest.entities.config`.
 """
 
 from __future__ import annotations
@@ -29,13 +33,14 @@ from typing import Any
 import yaml
 
 from kg.errors import ValidationError
+from kg.ingest.entities.config import NO_ENTITIES, EntityConfig, parse_entities
 from kg.ingest.requirements import DEFAULT_PREFIXES, RequirementMatcher
 
 SCHEMA_FILES = (".kg/schema.yaml", "kg-schema.yaml")
 # The event layer's node type pattern (kg.events.knowledge): CamelCase letters and digits.
 _TYPE_NAME = re.compile(r"^[A-Z][A-Za-z0-9]{0,63}$")
 _PREFIX = re.compile(r"^[A-Za-z]+$")
-_TOP_KEYS = {"version", "include_defaults", "requirement_prefixes", "rules"}
+_TOP_KEYS = {"version", "include_defaults", "requirement_prefixes", "rules", "entities"}
 _RULE_KEYS = {"type", "paths", "front_matter_type", "headings"}
 
 
@@ -107,6 +112,7 @@ class SchemaMap:
     rules: tuple[TypeRule, ...] = DEFAULT_RULES
     requirement_prefixes: tuple[str, ...] = DEFAULT_PREFIXES
     source: str = "<built-in default>"
+    entities: EntityConfig = NO_ENTITIES
     requirements: RequirementMatcher = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -182,7 +188,8 @@ def parse_schema_map(text: str, source: str) -> SchemaMap:
     rules = [_rule(raw, f"rules[{i}]", source) for i, raw in enumerate(raw_rules)]
     if include_defaults:
         rules.extend(DEFAULT_RULES)
-    return SchemaMap(tuple(rules), prefixes, source)
+    entities = parse_entities(data.get("entities"), source)
+    return SchemaMap(tuple(rules), prefixes, source, entities)
 
 
 def _rule(raw: Any, where: str, source: str) -> TypeRule:
