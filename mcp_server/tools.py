@@ -85,7 +85,11 @@ def _summary(graph: ContextGraph) -> str:
 async def build_context_graph(
     ctx: KgContext,
     anchors: Annotated[
-        Anchors, Field(description="Node ids to start from, e.g. 'component:checkout'")
+        Anchors,
+        Field(
+            description="Node ids to start from, e.g. 'component:checkout', or extracted "
+            "entities' names, e.g. 'Charge'"
+        ),
     ] = (),
     task: Annotated[
         QueryStr | None, Field(description="What you are doing, in a sentence or two")
@@ -285,7 +289,9 @@ async def get_node(
 
 async def get_entity_neighbors(
     ctx: KgContext,
-    node_id: Annotated[Id, Field(description="The node to start from")],
+    node_id: Annotated[
+        Id, Field(description="The node to start from: its id, or an entity's name ('Charge')")
+    ],
     edge_types: Annotated[NodeIds, Field(description="Only follow these edge types")] = (),
     depth: Annotated[int, Field(ge=1, le=3, description="Hops")] = 1,
     direction: Annotated[
@@ -304,8 +310,8 @@ async def get_entity_neighbors(
 
 async def find_path(
     ctx: KgContext,
-    source: Annotated[Id, Field(description="Start node id")],
-    target: Annotated[Id, Field(description="End node id")],
+    source: Annotated[Id, Field(description="Start node id, or an entity's name")],
+    target: Annotated[Id, Field(description="End node id, or an entity's name")],
     max_depth: Annotated[int, Field(ge=1, le=6, description="Longest path searched")] = 4,
 ) -> Annotated[CallToolResult, PathOut]:
     """The shortest path between two nodes over edges of any type and direction, never through
