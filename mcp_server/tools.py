@@ -237,6 +237,7 @@ async def record_decision(
         confidence=confidence, context_graph_ids=context_graph_ids, references=references,
         supersedes=supersedes, decision_id=decision_id, metadata=metadata_of(ctx, session_id),
     )  # fmt: skip
+    await ctx.notify_resources_changed()  # a new kg://decisions/... resource
     return structured(DecisionOut.model_validate(recorded.to_dict()))
 
 
@@ -334,12 +335,15 @@ async def ingest_markdown(
     ] = False,
 ) -> Annotated[CallToolResult, IngestOut]:
     """Ingest Markdown specs into the graph: a Document node per file, a Section per heading,
-    links and requirement ids as edges. Only what changed is appended; files outside the
+    links and requirement ids as edges, and the entities the schema map asks for (endpoints,
+    events, terms, relationships). Only what changed is appended; files outside the
     project are refused. Problems (bad UTF-8, broken front matter, ...) are listed per file."""
     from kg.ingest.service import ingest_paths
 
     rt = runtime_of(ctx)
     report = await ingest_paths(rt, list(paths) or None, force=force, metadata=metadata_of(ctx))
+    if report.events:
+        await ctx.notify_resources_changed()  # kg:// resources came, changed or went
     return structured(IngestOut.model_validate(report.to_dict()))
 
 

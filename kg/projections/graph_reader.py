@@ -218,3 +218,8 @@ class GraphReader:
             self.conn, self.scope, text, "hybrid", _opt(node_types), k, vector, max(4 * k, 40)
         )
         return [(h.node_id, h.similarity or 0.0, h.score) for h in hits]
+
+
+# For other readers of kg_nodes that return NodeRows (kg.projections.browse_reader).
+NODE_COLUMNS = _NODE_COLS
+node_row = _node
