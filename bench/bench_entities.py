@@ -13,7 +13,7 @@ shouted words, endpoints split over table cells, curl commands in code blocks.
    positives and misses listed.
 2. **Chains**: ``bench/entities/chains.yaml`` questions need every section of a chain
    (Subscription -> Invoice -> Charge -> webhook ...). The corpus is ingested twice into a fresh
-   database, with the entity presets and without them (a copy without ``.kg/``); each question is
+   database, with the entity presets and without them (a copy without ``kg-schema.yaml``); each question is
    a semantic ``build_context_graph`` at a token budget (800 unless ``--budgets``), scored like
    ``bench_quality.py``: gold recall, all-gold rate, a gold-or-acceptable section returned,
    rendering tokens.
@@ -117,9 +117,11 @@ def print_extraction(r: dict[str, Any]) -> None:
 
 
 def without_entities() -> Path:
-    """A copy of the corpus without its schema map: the graph of headings and links only."""
+    """A copy of the corpus without its schema map (`kg-schema.yaml`): headings and links only."""
     target = Path(tempfile.mkdtemp(prefix="kg-bench-noentities-"))
-    shutil.copytree(CORPUS, target / "corpus", ignore=shutil.ignore_patterns(".kg"))
+    shutil.copytree(
+        CORPUS, target / "corpus", ignore=shutil.ignore_patterns(".kg", "kg-schema.yaml")
+    )
     return target / "corpus"
 
 
@@ -179,7 +181,9 @@ async def _score(rt: Any, questions: list[dict[str, Any]], budget: int) -> dict[
 
 
 def print_chains(results: dict[str, dict[int, dict[str, float]]]) -> None:
-    print("\n| graph | budget | gold recall | all gold | gold or guide | tokens mean / max | p50 ms |")
+    print(
+        "\n| graph | budget | gold recall | all gold | gold or guide | tokens mean / max | p50 ms |"
+    )
     print("| --- | ---: | ---: | ---: | ---: | --- | ---: |")
     for variant, by_budget in results.items():
         for budget, s in by_budget.items():
