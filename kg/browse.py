@@ -228,3 +228,35 @@ def _edges(
     for label in sorted(groups):
         lines += ["", f"## {label}", "", *groups[label]]
     return lines
+
+
+MAX_COMPLETIONS = 100
+
+
+async def complete_ids(rt: Runtime, prefix: str, *, limit: int = MAX_COMPLETIONS) -> list[str]:
+    """Node ids starting with ``prefix`` that policy lets this caller see, in id order
+    (completion of ``kg://`` URI variables). A denied node is never offered."""
+    await rt.catch_up()
+    async with _readers(rt) as (_, browse, gov):
+        rows = await browse.prefixed(prefix, limit * 2)
+    visible = [r for r in rows if not gov.verdict(r.node_type, r.labels, r.governed_by).denied]
+    return [r.node_id for r in visible[:limit]]
+
+
+async def decision_days(rt: Runtime) -> list[str]:
+    """The UTC days (``YYYY-MM-DD``, newest first) on which visible decisions were recorded."""
+    await rt.catch_up()
+    async with _readers(rt) as (_, browse, gov):
+        rows = await browse.decisions(None, 10_000)
+    days = {
+        day.isoformat()
+        for row, day in rows
+        if not gov.verdict(row.node_type, row.labels, row.governed_by).denied
+    }
+    return sorted(days, reverse=True)
+
+
+async def entity_types(rt: Runtime) -> list[str]:
+    """The id prefixes of extracted entity types (``apiobject``, ``endpoint``, ...)."""
+    async with _readers(rt) as (_, browse, _gov):
+        return await browse.entity_prefixes()

@@ -149,3 +149,39 @@ async def listing(rt: Runtime, cursor: str | None) -> tuple[list[Resource], str 
             )
         )
     return resources, page.next_cursor, page.excluded_by_policy
+
+
+async def complete(
+    rt: Runtime, template: str, name: str, value: str, given: dict[str, str]
+) -> list[str]:
+    """Values for one variable of a ``kg://`` template (``completion/complete``): node ids and
+    names the caller may see, starting with what was typed so far. ``given`` holds the
+    variables already chosen (an entity's ``type``, a section's ``path``)."""
+    if template == str(DOCUMENT) and name == "path":
+        return [
+            i.removeprefix("document:") for i in await browse.complete_ids(rt, f"document:{value}")
+        ]
+    if template == str(SECTION) and name == "path":
+        ids = await browse.complete_ids(rt, f"section:{value}", limit=browse.MAX_COMPLETIONS * 5)
+        paths = dict.fromkeys(i.removeprefix("section:").rpartition("#")[0] for i in ids)
+        return list(paths)[: browse.MAX_COMPLETIONS]
+    if template == str(SECTION) and name == "anchor" and given.get("path"):
+        prefix = f"section:{given['path']}#"
+        return [i.removeprefix(prefix) for i in await browse.complete_ids(rt, prefix + value)]
+    if template == str(ENTITY_URI) and name == "type":
+        return [t for t in await browse.entity_types(rt) if t.startswith(value.lower())]
+    if template == str(ENTITY_URI) and name == "name":
+        kinds = [given["type"]] if given.get("type") else await browse.entity_types(rt)
+        found: list[str] = []
+        for kind in kinds:
+            found += [i.split(":", 1)[1] for i in await browse.complete_ids(rt, f"{kind}:{value}")]
+        return found[: browse.MAX_COMPLETIONS]
+    if template == str(DECISION) and name == "id":
+        return [
+            i.removeprefix("decision:") for i in await browse.complete_ids(rt, f"decision:{value}")
+        ]
+    if template == str(DECISION_DAY) and name == "day":
+        return [d for d in await browse.decision_days(rt) if d.startswith(value)]
+    if template == str(NODE) and name == "id":
+        return await browse.complete_ids(rt, value)
+    return []

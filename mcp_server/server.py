@@ -23,12 +23,18 @@ from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp_types import (
+    INVALID_PARAMS,
     CallToolResult,
+    CompleteRequestParams,
+    CompleteResult,
+    Completion,
     InputRequiredResult,
     ListResourcesResult,
     PaginatedRequestParams,
+    ResourceTemplateReference,
 )
 
 from kg.db.lost import as_unavailable
@@ -111,6 +117,25 @@ class KgMCPServer(MCPServer[AppState]):
             return [ReadResourceContents(content=text, mime_type=resources.MARKDOWN)]
         return await super().read_resource(uri, context)
 
+    async def _complete(
+        self, ctx: ServerRequestContext[AppState], params: CompleteRequestParams
+    ) -> CompleteResult:
+        """``completion/complete`` for the ``kg://`` templates' variables: node ids and entity
+        names this caller may see (a denied node is never offered)."""
+        ref, argument = params.ref, params.argument
+        values: list[str] = []
+        if isinstance(ref, ResourceTemplateReference):
+            given = (params.context.arguments if params.context else None) or {}
+            try:
+                values = await resources.complete(
+                    ctx.lifespan_context.runtime, ref.uri, argument.name, argument.value, given
+                )
+            except KgError as error:
+                raise MCPError(code=INVALID_PARAMS, message=str(error)) from None
+        return CompleteResult(
+            completion=Completion(values=values[:100], has_more=len(values) > 100)
+        )
+
     async def run_stdio_lines(self, stdin: StdinLines) -> None:
         """``run_stdio_async``, reading the client's messages from ``stdin`` (see
         :mod:`mcp_server.stdio`); stdout is still the SDK's, which keeps stray prints off it."""
@@ -180,4 +205,7 @@ def create_server(
         tools=kg_tools(),
     )
     resources.register(server)
+    server._lowlevel_server.add_request_handler(
+        "completion/complete", CompleteRequestParams, server._complete
+    )
     return server

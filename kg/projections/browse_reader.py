@@ -43,6 +43,23 @@ SELECT {NODE_COLUMNS}, (n.created_at AT TIME ZONE 'UTC')::date AS day
 """
 
 
+# Completion candidates: nodes whose id starts with a prefix, in id order.
+_PREFIXED = f"""
+SELECT {NODE_COLUMNS}
+  FROM kg_nodes n
+ WHERE n.tenant_id = $1 AND n.project_id = $2 AND starts_with(n.node_id, $3)
+ ORDER BY n.node_id
+ LIMIT $4
+"""
+
+_ENTITY_PREFIXES = """
+SELECT DISTINCT split_part(node_id, ':', 1) AS prefix
+  FROM kg_nodes
+ WHERE tenant_id = $1 AND project_id = $2 AND labels @> ARRAY['Entity']
+ ORDER BY 1
+"""
+
+
 class BrowseReader:
     def __init__(self, conn: asyncpg.Connection, scope: Scope) -> None:
         self.conn = conn
@@ -66,3 +83,14 @@ class BrowseReader:
             _DECISIONS, self.scope.tenant_id, self.scope.project_id, day, limit
         )
         return [(node_row(r), r["day"]) for r in rows]
+
+    async def prefixed(self, prefix: str, limit: int) -> list[NodeRow]:
+        rows = await self.conn.fetch(
+            _PREFIXED, self.scope.tenant_id, self.scope.project_id, prefix, limit
+        )
+        return [node_row(r) for r in rows]
+
+    async def entity_prefixes(self) -> list[str]:
+        """The id prefixes of extracted entities (``apiobject``, ``endpoint``, ...)."""
+        rows = await self.conn.fetch(_ENTITY_PREFIXES, self.scope.tenant_id, self.scope.project_id)
+        return [r["prefix"] for r in rows]

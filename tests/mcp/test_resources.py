@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
-from mcp_types import TextResourceContents
+from mcp_types import ResourceTemplateReference, TextResourceContents
 
 from kg.events import EdgeAsserted, PolicyDefined
 from kg.ingest.service import ingest_paths
@@ -148,3 +148,30 @@ async def test_decisions_by_day_and_entity_reads_over_http(
         with pytest.raises(MCPError) as bad_day:
             await read(session, "kg://decision-days/yesterday")
         assert "use YYYY-MM-DD" in str(bad_day.value)
+
+
+async def test_completions_offer_visible_ids_and_names_for_the_templates(
+    browsable: Runtime, db_url: str, tmp_path: Path
+) -> None:
+    async with stdio_session(server_env(db_url), tmp_path) as session:
+
+        async def complete(template: str, name: str, value: str, **given: str) -> list[str]:
+            ref = ResourceTemplateReference(uri=template)
+            result = await session.complete(ref, {"name": name, "value": value}, given or None)
+            return result.completion.values
+
+        assert await complete("kg://documents/{+path}", "path", "docs/") == [
+            "docs/api/charges.md"
+        ], "the denied docs/secret.md is never offered"
+        assert await complete("kg://entities/{type}/{+name}", "type", "") == [
+            "apiobject",
+            "endpoint",
+        ]
+        names = await complete("kg://entities/{type}/{+name}", "name", "c", type="apiobject")
+        assert names == ["charge", "customer"]
+        assert await complete("kg://entities/{type}/{+name}", "name", "v", type="apiobject") == []
+        anchors = await complete(
+            "kg://sections/{+path}/{anchor}", "anchor", "cr", path="docs/api/charges.md"
+        )
+        assert anchors == ["create-a-charge"]
+        assert await complete("kg://nodes/{id}", "id", "endpoint:") == ["endpoint:POST /v1/charges"]
