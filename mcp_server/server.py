@@ -35,6 +35,7 @@ from mcp_types import (
     ListResourcesResult,
     PaginatedRequestParams,
     ResourceTemplateReference,
+    SetLevelRequestParams,
 )
 
 from kg.db.lost import as_unavailable
@@ -42,7 +43,7 @@ from kg.errors import KgError
 from kg.events.base import describe_validation_error
 from kg.runtime import Runtime, open_runtime
 from kg.validation import bounded
-from mcp_server import resources
+from mcp_server import logs, resources
 from mcp_server.state import AppState, KgContext, runtime_of
 from mcp_server.stdio import StdinLines
 from mcp_server.tools import kg_tools
@@ -205,7 +206,7 @@ def create_server(
         tools=kg_tools(),
     )
     resources.register(server)
-    server._lowlevel_server.add_request_handler(
-        "completion/complete", CompleteRequestParams, server._complete
-    )
+    lowlevel = server._lowlevel_server
+    lowlevel.add_request_handler("completion/complete", CompleteRequestParams, server._complete)
+    lowlevel.add_request_handler("logging/setLevel", SetLevelRequestParams, logs.set_level)
     return server

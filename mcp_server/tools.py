@@ -35,6 +35,7 @@ from kg.context.request import (
 )
 from kg.context.result import ContextGraph
 from kg.validation import IdStr, LongStr, PathStr, QueryStr, ShortStr, TypeStr, UsageStr
+from mcp_server.logs import log
 from mcp_server.models import (
     ContextGraphOut,
     ContextUsageOut,
@@ -237,6 +238,7 @@ async def record_decision(
         confidence=confidence, context_graph_ids=context_graph_ids, references=references,
         supersedes=supersedes, decision_id=decision_id, metadata=metadata_of(ctx, session_id),
     )  # fmt: skip
+    await log(ctx, "info", f"recorded {recorded.decision_id}")
     await ctx.notify_resources_changed()  # a new kg://decisions/... resource
     return structured(DecisionOut.model_validate(recorded.to_dict()))
 
@@ -341,7 +343,11 @@ async def ingest_markdown(
     from kg.ingest.service import ingest_paths
 
     rt = runtime_of(ctx)
+    await log(ctx, "info", f"ingesting {', '.join(paths) or 'the whole project'}")
     report = await ingest_paths(rt, list(paths) or None, force=force, metadata=metadata_of(ctx))
+    await log(ctx, "info", f"ingested {report.summary()}")
+    for problem in report.problems[:20]:
+        await log(ctx, "warning", str(problem))
     if report.events:
         await ctx.notify_resources_changed()  # kg:// resources came, changed or went
     return structured(IngestOut.model_validate(report.to_dict()))
