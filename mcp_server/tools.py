@@ -344,7 +344,13 @@ async def ingest_markdown(
 
     rt = runtime_of(ctx)
     await log(ctx, "info", f"ingesting {', '.join(paths) or 'the whole project'}")
-    report = await ingest_paths(rt, list(paths) or None, force=force, metadata=metadata_of(ctx))
+
+    async def progress(done: int, total: int) -> None:
+        await ctx.report_progress(done, total, f"{done} of {total} changed files written")
+
+    report = await ingest_paths(
+        rt, list(paths) or None, force=force, metadata=metadata_of(ctx), progress=progress
+    )
     await log(ctx, "info", f"ingested {report.summary()}")
     for problem in report.problems[:20]:
         await log(ctx, "warning", str(problem))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +57,8 @@ POOL_MIN_FILES = 400
 _RETRIES = 3
 # Global order of event kinds inside one transaction (each stream keeps its own order too).
 _KIND_ORDER = {"NodeRetired": 0, "NodeAsserted": 1, "EdgeRetracted": 2, "EdgeAsserted": 3}
+# Told (files written so far, files to write) after each chunk: an MCP tool's progress.
+Progress = Callable[[int, int], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +69,7 @@ class Options:
     workers: int = 0  # 0: one per CPU, at most 4
     report_missing: bool = True
     catch_up: bool = True
+    progress: Progress | None = None
 
 
 def _text_hash(text: str) -> str:
@@ -196,6 +199,9 @@ class Pipeline:
                     await self.projector.plan(int(per_file * len(changed)))
                 await self._apply([(d.path, d) for d in docs])
                 self.tenure.settle()
+                if self.options.progress is not None:
+                    written = sum(len(c) for c in chunks[: i + 1])
+                    await self.options.progress(written, len(changed))
             for i in range(0, len(removed), CHUNK_FILES):
                 await self._apply([(rel, None) for rel in removed[i : i + CHUNK_FILES]])
         finally:

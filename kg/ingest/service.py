@@ -18,7 +18,7 @@ from kg.events import EventMetadata
 from kg.ingest import gitio
 from kg.ingest.lint import find_dangling
 from kg.ingest.model import ParseProblem
-from kg.ingest.pipeline import Options, Pipeline
+from kg.ingest.pipeline import Options, Pipeline, Progress
 from kg.ingest.project import parse_project
 from kg.ingest.report import IngestReport, SyncReport
 from kg.ingest.schema_map import SCHEMA_FILES, load_schema_map
@@ -36,6 +36,7 @@ async def ingest_paths(
     actor: str = "kg ingest",
     metadata: EventMetadata | None = None,
     workers: int = 0,
+    progress: Progress | None = None,
 ) -> IngestReport:
     """Ingest Markdown files and folders (default: the whole project) into the graph.
 
@@ -48,7 +49,8 @@ async def ingest_paths(
 
     ``metadata`` (default: ``actor`` alone) goes with every event, plus the file it came from
     as ``source``; an MCP tool passes its session and tool call here. One correlation id ties
-    the run's events together.
+    the run's events together. ``progress`` is awaited with (files written, files to write)
+    after each chunk of changed files.
 
     Raises:
         ValidationError: the project's schema map is malformed.
@@ -57,7 +59,8 @@ async def ingest_paths(
     root = rt.settings.project_root
     targets = await asyncio.to_thread(resolve_targets, root, paths)
     meta = metadata or EventMetadata(actor=actor)
-    return await _run(rt, targets, Options(force=force, metadata=meta, workers=workers))
+    options = Options(force=force, metadata=meta, workers=workers, progress=progress)
+    return await _run(rt, targets, options)
 
 
 async def _run(rt: Runtime, targets: Targets, options: Options) -> IngestReport:

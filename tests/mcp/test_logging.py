@@ -1,5 +1,6 @@
 """Log messages from the tools at the level the client chose (``logging/setLevel`` on
-handshake-era sessions, the request's own level from 2026-07-28), through the SDK's client."""
+handshake-era sessions, the request's own level from 2026-07-28), and progress from
+ingest_markdown, through the SDK's client."""
 
 from __future__ import annotations
 
@@ -52,3 +53,22 @@ async def test_modern_requests_carry_their_own_level(runtime: Runtime, tmp_path:
     async with Client(create_server(runtime), log_level="info", logging_callback=listen) as client:
         ok(await client.call_tool("ingest_markdown", {"paths": ["docs/a.md"]}))
     assert [m.level for m in heard] == ["info", "info"]
+
+
+async def test_ingest_reports_progress_to_a_client_that_asks(
+    runtime: Runtime, tmp_path: Path
+) -> None:
+    project(tmp_path)
+    (tmp_path / "docs" / "b.md").write_text("# B\n", encoding="utf-8")
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    async with Client(create_server(runtime), mode="legacy") as client:
+        ok(
+            await client.call_tool(
+                "ingest_markdown", {"paths": ["docs"]}, progress_callback=on_progress
+            )
+        )
+    assert seen == [(2, 2, "2 of 2 changed files written")]
