@@ -89,7 +89,9 @@ def build_tree(result: Neighbourhood, *, content: bool = False) -> Tree:
 
 def inspect(
     node: str = typer.Argument(
-        ..., help="A node id, a Markdown path (docs/prd.md or docs/prd.md#goals) or FR-13."
+        ...,
+        help="A node id, a Markdown path (docs/prd.md or docs/prd.md#goals), FR-13 or an "
+        "entity's name (Charge).",
     ),
     depth: int = typer.Option(2, help="Hops to follow (1 to 3)."),
     direction: str = typer.Option("both", help="out (what it depends on), in, or both."),

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kg.errors import ValidationError
+from kg.events.knowledge import NODE_TYPES
 
 PRESETS = ("endpoints", "events", "bold_terms", "relationships", "glossary")
 _KEYS = {"presets", "bold_terms", "glossary_headings", "extractors", "relations"}
@@ -95,9 +96,7 @@ def parse_entities(raw: Any, source: str) -> EntityConfig:
     bad = sorted(set(presets) - set(PRESETS))
     if bad:
         raise fail(".presets", f"unknown preset(s) {bad}; available: {list(PRESETS)}")
-    bold_type = raw.get("bold_terms", "Concept")
-    if not isinstance(bold_type, str) or not _TYPE_NAME.match(bold_type):
-        raise fail(".bold_terms", f"{bold_type!r} is not a node type name like 'APIObject'")
+    bold_type = _type(raw.get("bold_terms", "Concept"), ".bold_terms", fail)
     glossary = _strings(raw.get("glossary_headings", list(DEFAULT_GLOSSARY)), ".glossary", fail)
     for i, pattern in enumerate(glossary):
         _compile(pattern, f".glossary_headings[{i}]", fail)
@@ -106,9 +105,7 @@ def parse_entities(raw: Any, source: str) -> EntityConfig:
         where = f".extractors[{i}]"
         _keys(item, _EXTRACTOR_KEYS, where, fail)
         pattern = _compile(item.get("pattern"), f"{where}.pattern", fail)
-        node_type = item.get("type")
-        if not isinstance(node_type, str) or not _TYPE_NAME.match(node_type):
-            raise fail(f"{where}.type", f"{node_type!r} is not a node type name like 'ErrorCode'")
+        node_type = _type(item.get("type"), f"{where}.type", fail)
         edge = _edge(item.get("edge", "MENTIONS"), f"{where}.edge", fail)
         extractors.append(CustomExtractor(pattern, node_type, edge))
     relations = []
@@ -141,6 +138,16 @@ def _keys(item: Any, allowed: set[str], where: str, fail: Any) -> None:
     unknown = sorted(str(k) for k in item if k not in allowed)
     if unknown:
         raise fail(where, f"unknown key(s) {unknown}; allowed: {sorted(allowed)}")
+
+
+def _type(value: Any, where: str, fail: Any) -> str:
+    """An entity node type: a type name that is not one of the graph's own (an extracted
+    ``Section`` or ``Document`` would collide with the nodes files own)."""
+    if not isinstance(value, str) or not _TYPE_NAME.match(value):
+        raise fail(where, f"{value!r} is not a node type name like 'APIObject'")
+    if value in NODE_TYPES:
+        raise fail(where, f"{value!r} is a built-in node type; name the entity type otherwise")
+    return value
 
 
 def _compile(pattern: Any, where: str, fail: Any) -> str:

@@ -41,6 +41,9 @@ from kg.ingest.model import ParsedEdge, ParsedNode
 MENTIONS = "MENTIONS"
 DEFINES = "DEFINES"
 RELATIONS_KEY = "sources"  # relationship edges: every "path:line" that states them
+# Longer names are not entities (a runaway match); node ids allow 1,000 characters.
+MAX_KEY = 200
+_CONTROL = re.compile(r"[\x00-\x1f]")
 
 _ENDPOINT = re.compile(
     r"(?<![\w/])(GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS)\s+(/[A-Za-z0-9_\-./{}:]*[A-Za-z0-9_}])"
@@ -222,65 +225,41 @@ class EntityScanner:
         """A heading directly under a glossary heading names the Concept its section defines."""
         if parents and self.is_glossary(parents[-1]) and _is_term(name):
             node = self._entity("Concept", term_name(name), term_key(name), line)
-            self.defines.setdefault((owner, node), line)
+            if node is not None:
+                self.defines.setdefault((owner, node), line)
 
     def scan(self, content: str, line: int, owner: str, in_glossary: bool) -> None:
         """One inline run's source; ``line`` is the 1-based line it starts on."""
         presets = self.config.presets
-        found: list[_Mention] = []
         defined_to = self._definition(content, line, owner, in_glossary)
+        # (node type, display name, key, start, end, edge from the owner)
+        hits: list[tuple[str, str, str, int, int, str]] = []
         if "endpoints" in presets:
             for m in _ENDPOINT.finditer(content):
                 name = endpoint_name(m.group(1), m.group(2))
-                found.append(
-                    self._mention(
-                        "Endpoint",
-                        name,
-                        name,
-                        m.start(),
-                        m.end(),
-                        owner,
-                        _line(content, line, m.start()),
-                    )
-                )
+                hits.append(("Endpoint", name, name, m.start(), m.end(), MENTIONS))
         if "events" in presets:
             for m in _CODE.finditer(content):
-                name = m.group(1)
-                if _is_event(name, content[max(0, m.start() - 24) : m.start()]):
-                    found.append(
-                        self._mention(
-                            "Event",
-                            name,
-                            name,
-                            m.start(),
-                            m.end(),
-                            owner,
-                            _line(content, line, m.start()),
-                        )
-                    )
+                if _is_event(m.group(1), content[max(0, m.start() - 24) : m.start()]):
+                    hits.append(("Event", m.group(1), m.group(1), m.start(), m.end(), MENTIONS))
         if "bold_terms" in presets:
             for m in _BOLD.finditer(content):
                 raw = m.group(2)
                 if m.start() >= defined_to and _is_term(raw):
-                    found.append(
-                        self._mention(
-                            self.config.bold_type,
-                            term_name(raw),
-                            term_key(raw),
-                            m.start(),
-                            m.end(),
-                            owner,
-                            _line(content, line, m.start()),
-                        )
-                    )
+                    kind = self.config.bold_type
+                    hits.append((kind, term_name(raw), term_key(raw), m.start(), m.end(), MENTIONS))
         for extractor in self.config.extractors:
             for m in extractor.regex.finditer(content):
-                raw = m.groupdict().get("name") or m.group(0)
-                if raw.strip():
-                    at = _line(content, line, m.start())
-                    node = self._entity(extractor.node_type, raw.strip(), raw.strip(), at)
-                    self._count(extractor.edge, owner, node, at)
-                    found.append(_Mention(node, m.start(), m.end()))
+                raw = (m.groupdict().get("name") or m.group(0)).strip()
+                if raw:
+                    hits.append((extractor.node_type, raw, raw, m.start(), m.end(), extractor.edge))
+        found: list[_Mention] = []
+        for node_type, name, key, start, end, edge in hits:
+            at = _line(content, line, start)
+            node_id = self._entity(node_type, name, key, at)
+            if node_id is not None:
+                self._count(edge, owner, node_id, at)
+                found.append(_Mention(node_id, start, end))
         if "relationships" in presets and len(found) > 1:
             self._relate(content, line, sorted(found, key=lambda f: f.start))
 
@@ -299,7 +278,8 @@ class EntityScanner:
         if not term or not _is_term(term):
             return 0
         node = self._entity("Concept", term_name(term), term_key(term), line)
-        self.defines.setdefault((owner, node), line)
+        if node is not None:
+            self.defines.setdefault((owner, node), line)
         return end + 2
 
     def _relate(self, content: str, line: int, found: list[_Mention]) -> None:
@@ -331,18 +311,14 @@ class EntityScanner:
 
     # -- collection ----------------------------------------------------------------------
 
-    def _entity(self, node_type: str, name: str, key: str, line: int) -> str:
+    def _entity(self, node_type: str, name: str, key: str, line: int) -> str | None:
+        """The entity's node id (collected once); None for a name no node id can hold."""
+        if len(key) > MAX_KEY or _CONTROL.search(key):
+            return None
         node_id = entity_id(node_type, key)
         if node_id not in self.entities:
-            self.entities[node_id] = _Entity(node_type, name, line)
+            self.entities[node_id] = _Entity(node_type, name[:MAX_KEY], line)
         return node_id
-
-    def _mention(
-        self, node_type: str, name: str, key: str, start: int, end: int, owner: str, line: int
-    ) -> _Mention:
-        node_id = self._entity(node_type, name, key, line)
-        self._count(MENTIONS, owner, node_id, line)
-        return _Mention(node_id, start, end)
 
     def _count(self, edge: str, owner: str, node_id: str, line: int) -> None:
         if edge != MENTIONS:

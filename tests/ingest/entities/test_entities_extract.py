@@ -151,9 +151,17 @@ def test_code_blocks_are_not_prose() -> None:
         ("entities:\n  extractors:\n    - pattern: '('\n      type: X", "invalid regular"),
         ("entities:\n  relations:\n    - pattern: x\n      edge: requires", "not an edge type"),
         ("entities:\n  colour: red", "unknown key(s) ['colour']"),
+        ("entities:\n  bold_terms: Section", "'Section' is a built-in node type"),
     ],
 )
 def test_a_malformed_entities_block_is_a_clear_error(block: str, message: str) -> None:
     with pytest.raises(ValidationError, match=r"schema\.yaml: entities") as caught:
         parse_schema_map(block, "schema.yaml")
     assert message in str(caught.value)
+
+
+def test_a_name_no_node_id_can_hold_is_not_an_entity_and_costs_the_file_nothing() -> None:
+    path = "/v1/" + "a" * 1500
+    doc = parse(f"# A\n\n`POST {path}` returns a **Charge**.\n", parse_schema_map(ALL, "s"))
+    assert entity_nodes(doc) == {"apiobject:charge": "APIObject"}
+    assert doc.problems == () and any(n.node_id == "section:docs/charges.md#a" for n in doc.nodes)
