@@ -10,6 +10,7 @@ import asyncpg
 
 from kg.config import Scope
 from kg.ingest.service import ingest_paths
+from kg.projections.digest import table_digest
 from kg.runtime import Runtime
 
 SCHEMA = """\
@@ -122,6 +123,11 @@ async def test_a_changed_file_updates_its_claims_and_orphans_are_retired(
     )
     assert {r["id"] for r in retired} == {"apiobject:customer", "apiobject:refund"}
     assert all("no file mentions it" in r["reason"] for r in retired)
+
+    # The log is the truth: replayed, the entities and their edges come back the same.
+    projected = [await table_digest(system_pool, t) for t in ("kg_nodes", "kg_edges")]
+    await runtime.runner.rebuild()
+    assert [await table_digest(system_pool, t) for t in ("kg_nodes", "kg_edges")] == projected
 
 
 async def test_a_schema_map_switching_entities_on_re_derives_unchanged_files(
