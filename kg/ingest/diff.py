@@ -9,8 +9,10 @@ never retires one itself (the pipeline retires those no edge touches any more). 
 edges between entities belong to no one file: :class:`kg.ingest.entities.relations.RelationLedger`
 keeps the files that state each one.
 
-Edges carry the link as written (``raw``) but not its line number: a line added at the top of a
-file would otherwise re-assert every edge below it. ``kg lint`` reports lines from the parse.
+Link and requirement edges carry the link as written (``raw``) but not its line number: a line
+added at the top of a file would otherwise re-assert every edge below it. ``kg lint`` reports
+lines from the parse. Extracted entity edges do carry ``source: "path:line"``: provenance is
+what they are for, and only the changed file's own edges move with its lines.
 """
 
 from __future__ import annotations
