@@ -130,7 +130,7 @@ async def test_a_changed_file_updates_its_claims_and_orphans_are_retired(
     assert [await table_digest(system_pool, t) for t in ("kg_nodes", "kg_edges")] == projected
 
 
-async def test_a_schema_map_switching_entities_on_re_derives_unchanged_files(
+async def test_switching_entities_on_and_off_re_derives_unchanged_files(
     runtime: Runtime, system_pool: asyncpg.Pool, scope: Scope, tmp_path: Path
 ) -> None:
     write(tmp_path, {"docs/charges.md": CHARGES})
@@ -140,3 +140,11 @@ async def test_a_schema_map_switching_entities_on_re_derives_unchanged_files(
     report = await ingest_paths(runtime, [tmp_path / "docs"])
     assert report.changed == ["docs/charges.md"]
     assert "apiobject:charge" in (await graph(system_pool, scope))[0]
+
+    # Switched off again: every entity, mention and relationship goes.
+    (tmp_path / ".kg/schema.yaml").unlink()
+    report = await ingest_paths(runtime, [tmp_path / "docs"])
+    assert report.changed == ["docs/charges.md"]
+    nodes, edges = await graph(system_pool, scope)
+    assert nodes == {}
+    assert {k[0] for k in edges} == set(), "no MENTIONS, REQUIRES or RETURNS left"
