@@ -19,6 +19,7 @@ exactly as the tools do: a denied node is neither listed nor readable nor linked
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from datetime import date
 from typing import TYPE_CHECKING
@@ -44,26 +45,31 @@ ENTITY_URI = UriTemplate.parse("kg://entities/{type}/{+name}")
 DECISION = UriTemplate.parse("kg://decisions/{id}")
 DECISION_DAY = UriTemplate.parse("kg://decision-days/{day}")
 NODE = UriTemplate.parse("kg://nodes/{id}")
+_RESERVED = re.compile(r"[?#]")
 
 
-def uri_of(node_id: str, node_type: str = "", labels: tuple[str, ...] = ()) -> str:
-    """The resource URI of a node: the most specific template that can hold its id."""
+def uri_of(node_id: str, labels: tuple[str, ...] = ()) -> str:
+    """The resource URI of a node: the most specific template that can hold its id (reserved
+    expansion leaves ``?`` and ``#`` as they are, so an id holding one goes through
+    ``kg://nodes/{id}``, which encodes everything)."""
     kind, _, rest = node_id.partition(":")
-    if kind == "document":
-        return DOCUMENT.expand({"path": rest})
     if kind == "section" and "#" in rest:
         path, _, anchor = rest.rpartition("#")
-        if anchor and "/" not in anchor:
+        if anchor and "/" not in anchor and not _RESERVED.search(path):
             return SECTION.expand({"path": path, "anchor": anchor})
-    if kind == "decision" and "/" not in rest:
+    elif _RESERVED.search(rest):
+        pass
+    elif kind == "document":
+        return DOCUMENT.expand({"path": rest})
+    elif kind == "decision" and "/" not in rest:
         return DECISION.expand({"id": rest})
-    if ENTITY in labels:
+    elif ENTITY in labels:
         return ENTITY_URI.expand({"type": kind, "name": rest})
     return NODE.expand({"id": node_id})
 
 
 def _link(node_id: str, node_type: str, labels: tuple[str, ...]) -> str:
-    return uri_of(node_id, node_type, labels)
+    return uri_of(node_id, labels)
 
 
 def _day_link(day: date) -> str:
@@ -142,7 +148,7 @@ async def listing(rt: Runtime, cursor: str | None) -> tuple[list[Resource], str 
     for entry in page.entries:
         resources.append(
             Resource(
-                uri=uri_of(entry.node_id, entry.node_type, entry.labels),
+                uri=uri_of(entry.node_id, entry.labels),
                 name=entry.name,
                 title=f"{entry.node_type}: {entry.name}",
                 mime_type=MARKDOWN,

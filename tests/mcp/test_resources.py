@@ -16,6 +16,7 @@ from kg.events import EdgeAsserted, PolicyDefined
 from kg.ingest.service import ingest_paths
 from kg.policies.model import PolicyRule
 from kg.runtime import Runtime
+from mcp_server.resources import NODE, uri_of
 from tests.mcp.client import call, http_server, http_session, ok, server_env, stdio_session
 
 FILES = {
@@ -175,3 +176,11 @@ async def test_completions_offer_visible_ids_and_names_for_the_templates(
         )
         assert anchors == ["create-a-charge"]
         assert await complete("kg://nodes/{id}", "id", "endpoint:") == ["endpoint:POST /v1/charges"]
+
+
+def test_an_id_holding_a_query_or_fragment_character_goes_through_kg_nodes() -> None:
+    assert uri_of("document:docs/a.md") == "kg://documents/docs/a.md"
+    assert uri_of("section:docs/a.md#goals") == "kg://sections/docs/a.md/goals"
+    assert uri_of("errorcode:#42", ("Entity",)) == "kg://nodes/errorcode%3A%2342"
+    assert uri_of("document:docs/what?.md") == "kg://nodes/document%3Adocs%2Fwhat%3F.md"
+    assert NODE.match(uri_of("section:docs/#x.md#y")) == {"id": "section:docs/#x.md#y"}
