@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from datetime import date
 
 from kg.breadcrumbs import breadcrumb
-from kg.db.tenancy import tenant_transaction
-from kg.errors import NotFoundError, PolicyDeniedError, ValidationError
+from kg.errors import ValidationError
 from kg.policies.evaluate import Governance
 from kg.policies.model import REDACTED_NAME
 from kg.projections.browse_reader import BrowseReader
-from kg.projections.graph_reader import EdgeRow, GraphReader, NodeRow
+from kg.projections.graph_reader import EdgeRow, NodeRow
+from kg.read.governed import Admitted, Governed
 from kg.runtime import Runtime
 from kg.validation import clip
 
@@ -48,16 +48,12 @@ class Page:
 
 
 @asynccontextmanager
-async def _readers(rt: Runtime) -> AsyncIterator[tuple[GraphReader, BrowseReader, Governance]]:
-    async with tenant_transaction(
-        rt.app_pool, rt.scope.tenant_id, isolation="repeatable_read", readonly=True
-    ) as conn:
-        graph = GraphReader(conn, rt.scope)
-        yield (
-            graph,
-            BrowseReader(conn, rt.scope),
-            Governance({p.policy_id: p for p in await graph.policies()}),
-        )
+async def _readers(rt: Runtime) -> AsyncIterator[tuple[Governed, BrowseReader, Governance]]:
+    """One snapshot of the read model (caught up): its policy-checked view, the browsing
+    queries on the same transaction, and the view's governance for the rows they return."""
+    async with rt.reader().snapshot() as snap:
+        governed = await snap.governed()
+        yield governed, BrowseReader(snap.conn, snap.scope), governed.governance
 
 
 def _cursor(node_id: str) -> str:
@@ -78,7 +74,6 @@ def _after(cursor: str | None) -> str:
 
 async def page(rt: Runtime, cursor: str | None = None, limit: int = PAGE_SIZE) -> Page:
     """One page of the browsable roots (documents, entities, decisions) in node id order."""
-    await rt.catch_up()
     async with _readers(rt) as (_, browse, gov):
         rows = await browse.page(_after(cursor), limit)
     entries = []
@@ -93,7 +88,6 @@ async def page(rt: Runtime, cursor: str | None = None, limit: int = PAGE_SIZE) -
 
 async def root(rt: Runtime, link: Link, day_link: Callable[[date], str]) -> str:
     """The top of the tree: documents, entities by type, decisions by day."""
-    await rt.catch_up()
     docs: list[Entry] = []
     entities: dict[str, list[Entry]] = {}
     days: dict[date, int] = {}
@@ -112,9 +106,9 @@ async def root(rt: Runtime, link: Link, day_link: Callable[[date], str]) -> str:
         cursor = got.next_cursor
     async with _readers(rt) as (_, browse, gov):
         for row, day in await browse.decisions(None, 10_000):
-            if not gov.admit(row.node_type, row.labels, row.governed_by).denied:
+            # verdict, not admit: page() above counted the denied ones already
+            if not gov.verdict(row.node_type, row.labels, row.governed_by).denied:
                 days[day] = days.get(day, 0) + 1
-        excluded += gov.excluded_nodes
     lines = ["# Knowledge graph", "", f"## Documents ({len(docs)})", ""]
     lines += [f"- [{e.name}]({link(e.node_id, e.node_type, e.labels)})" for e in docs]
     for node_type in sorted(entities):
@@ -136,7 +130,6 @@ async def decisions_on(rt: Runtime, day: str, link: Link) -> str:
         when = date.fromisoformat(day)
     except ValueError:
         raise ValidationError(f"day {clip(day)} is not a date: use YYYY-MM-DD") from None
-    await rt.catch_up()
     async with _readers(rt) as (_, browse, gov):
         rows = await browse.decisions(when, 10_000)
         lines = [f"# Decisions on {when.isoformat()}", ""]
@@ -159,28 +152,22 @@ async def render(rt: Runtime, node_id: str, link: Link) -> str:
         NotFoundError: no such node in this project.
         PolicyDeniedError: a policy denies it (the message names only the id asked for).
     """
-    await rt.catch_up()
-    async with _readers(rt) as (graph, browse, gov):
-        rows = await graph.nodes([node_id])
-        if not rows:
-            raise NotFoundError(f"node {clip(node_id)} not found in this project")
-        row = rows[0]
-        verdict = gov.verdict(row.node_type, row.labels, row.governed_by)
-        if verdict.denied:
-            raise PolicyDeniedError(f"access to {clip(node_id)} is denied by policy")
-        if verdict.redacted:
-            return f"# {REDACTED_NAME}\n\n`{node_id}` ({row.node_type}): redacted by policy.\n"
-        children = await browse.contained(node_id, MAX_LINKS)
-        around = await graph.neighbours(
-            [node_id], exclude=[node_id], edge_types=(), node_types=(), limit=MAX_LINKS
-        )
+    async with _readers(rt) as (governed, browse, _):
+        node = await governed.start(node_id)
+        row = node.row
+        if node.redacted:
+            return f"# {REDACTED_NAME}\n\n`{row.node_id}` ({row.node_type}): redacted by policy.\n"
+        contained = {a.node_id: a for a in await governed.nodes(
+            [c.node_id for c in await browse.contained(row.node_id, MAX_LINKS)]
+        )}  # fmt: skip
+        children = [contained[c] for c in sorted(contained, key=list(contained).index)]
+        around = await governed.neighbours([row.node_id], exclude=[row.node_id], limit=MAX_LINKS)
         lines = _heading(row)
-        shown_children = _linked(children, gov, link)
-        if shown_children:
-            lines += ["", "## Sections", "", *shown_children]
-        lines += _edges(row.node_id, around, gov, link, {c.node_id for c in children})
-        if gov.excluded_nodes:
-            lines += ["", f"_{gov.excluded_nodes} linked node(s) excluded by policy._"]
+        if children:
+            lines += ["", "## Sections", "", *_linked(children, link)]
+        lines += _edges(row.node_id, around, link, set(contained))
+        if governed.excluded:
+            lines += ["", f"_{governed.excluded} linked node(s) excluded by policy._"]
     return "\n".join(lines) + "\n"
 
 
@@ -192,36 +179,26 @@ def _heading(row: NodeRow) -> list[str]:
     return lines
 
 
-def _linked(rows: list[NodeRow], gov: Governance, link: Link) -> list[str]:
-    out = []
-    for row in rows:
-        verdict = gov.admit(row.node_type, row.labels, row.governed_by)
-        if not verdict.denied:
-            name = REDACTED_NAME if verdict.redacted else row.name
-            out.append(f"- [{name}]({link(row.node_id, row.node_type, row.labels)})")
-    return out
+def _name(node: Admitted) -> str:
+    return REDACTED_NAME if node.redacted else node.row.name
+
+
+def _linked(nodes: list[Admitted], link: Link) -> list[str]:
+    return [f"- [{_name(a)}]({link(a.node_id, a.row.node_type, a.row.labels)})" for a in nodes]
 
 
 def _edges(
-    node_id: str,
-    around: list[tuple[EdgeRow, NodeRow]],
-    gov: Governance,
-    link: Link,
-    skip: set[str],
+    node_id: str, around: list[tuple[EdgeRow, Admitted]], link: Link, skip: set[str]
 ) -> list[str]:
     groups: dict[str, list[str]] = {}
     for edge, other in around:
         if other.node_id in skip and edge.edge_type in _STRUCTURE:
             continue
-        verdict = gov.admit(other.node_type, other.labels, other.governed_by)
-        if verdict.denied:
-            continue
-        outgoing = edge.from_node == node_id
-        label = edge.edge_type if outgoing else f"{edge.edge_type} (from)"
-        name = REDACTED_NAME if verdict.redacted else other.name
+        label = edge.edge_type if edge.from_node == node_id else f"{edge.edge_type} (from)"
         weight = f" (weight {edge.weight:g})" if edge.weight != 1.0 else ""
+        row = other.row
         groups.setdefault(label, []).append(
-            f"- [{name}]({link(other.node_id, other.node_type, other.labels)}) {other.node_type}"
+            f"- [{_name(other)}]({link(row.node_id, row.node_type, row.labels)}) {row.node_type}"
             f"{weight}"
         )
     lines: list[str] = []
@@ -236,7 +213,6 @@ MAX_COMPLETIONS = 100
 async def complete_ids(rt: Runtime, prefix: str, *, limit: int = MAX_COMPLETIONS) -> list[str]:
     """Node ids starting with ``prefix`` that policy lets this caller see, in id order
     (completion of ``kg://`` URI variables). A denied node is never offered."""
-    await rt.catch_up()
     async with _readers(rt) as (_, browse, gov):
         rows = await browse.prefixed(prefix, limit * 2)
     visible = [r for r in rows if not gov.verdict(r.node_type, r.labels, r.governed_by).denied]
@@ -245,7 +221,6 @@ async def complete_ids(rt: Runtime, prefix: str, *, limit: int = MAX_COMPLETIONS
 
 async def decision_days(rt: Runtime) -> list[str]:
     """The UTC days (``YYYY-MM-DD``, newest first) on which visible decisions were recorded."""
-    await rt.catch_up()
     async with _readers(rt) as (_, browse, gov):
         rows = await browse.decisions(None, 10_000)
     days = {

@@ -10,12 +10,14 @@ entities are never candidates, so an error never names them; several candidates 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from kg.errors import ValidationError
-from kg.ingest.entities.names import lookup_keys
-from kg.policies.evaluate import Governance
-from kg.projections.graph_reader import GraphReader
 from kg.validation import clip
+
+if TYPE_CHECKING:
+    from kg.policies.evaluate import Governance
+    from kg.projections.graph_reader import GraphReader
 
 MAX_LISTED = 10
 
@@ -28,6 +30,9 @@ async def resolve_all(reader: GraphReader, gov: Governance, refs: Sequence[str])
     names = [r for r in dict.fromkeys(refs) if r not in known]
     if not names:
         return list(refs)
+    # Imported here: the read path loads the parser's package only when a name is looked up.
+    from kg.ingest.entities.names import lookup_keys
+
     keys = {ref: lookup_keys(ref) for ref in names}
     rows = await reader.entities_keyed(sorted({k for ks in keys.values() for k in ks}))
     visible = [r for r in rows if not gov.verdict(r.node_type, r.labels, r.governed_by).denied]

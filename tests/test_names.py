@@ -42,11 +42,11 @@ async def billing(runtime: Runtime, tmp_path: Path) -> Runtime:
 
 async def test_find_path_and_neighbors_walk_the_chain_by_names(billing: Runtime) -> None:
     path = await find_path(billing, "Subscription", "Invoice")
-    assert path["found"] and (path["source"], path["target"]) == (
+    assert path.found and (path.source, path.target) == (
         "apiobject:subscription",
         "apiobject:invoice",
     )
-    assert [e["edge_type"] for e in path["edges"]] == ["GENERATES"]
+    assert [e.edge_type for e in path.edges] == ["GENERATES"]
     chain = await get_entity_neighbors(
         billing,
         "Subscription",
@@ -54,7 +54,7 @@ async def test_find_path_and_neighbors_walk_the_chain_by_names(billing: Runtime)
         depth=3,
         direction="out",
     )
-    assert [(n["node_id"], n["hop"]) for n in chain["neighbors"]] == [
+    assert [(n.node_id, n.hop) for n in chain.neighbors] == [
         ("apiobject:invoice", 1),
         ("apiobject:charge", 2),
         ("event:charge.succeeded", 3),
@@ -63,8 +63,8 @@ async def test_find_path_and_neighbors_walk_the_chain_by_names(billing: Runtime)
 
 async def test_neighbors_accept_a_plural_or_lower_case_name(billing: Runtime) -> None:
     result = await get_entity_neighbors(billing, "invoices", direction="out")
-    assert result["node"]["node_id"] == "apiobject:invoice"
-    assert [n["node_id"] for n in result["neighbors"]] == ["apiobject:charge"]
+    assert result.node.node_id == "apiobject:invoice"
+    assert [n.node_id for n in result.neighbors] == ["apiobject:charge"]
 
 
 async def test_an_ambiguous_name_lists_its_candidates(billing: Runtime) -> None:
@@ -85,7 +85,7 @@ async def test_a_denied_candidate_is_never_named_nor_chosen(billing: Runtime) ->
     )
     await billing.store.append(billing.scope, "policies", [deny])
     result = await get_entity_neighbors(billing, "Charge", direction="out")
-    assert result["node"]["node_id"] == "apiobject:charge"
+    assert result.node.node_id == "apiobject:charge"
     with pytest.raises(NotFoundError) as caught:
         await get_entity_neighbors(billing, "no such thing")
     assert "entity name" in str(caught.value)
