@@ -125,7 +125,8 @@ async def get_entity_neighbors(
     direction: str = "both",
     limit: int = 100,
 ) -> Neighbourhood:
-    """Nodes within ``depth`` hops of ``node_id`` (one query per hop), with the edges between."""
+    """Nodes within ``depth`` hops of ``node_id`` (an id or an entity's name; one query per
+    hop), with the edges between."""
     if direction not in DIRECTIONS:
         raise ValidationError(f"direction {clip(direction)} is unknown: use out, in or both")
     check_text("node_id", node_id, MAX_ID_CHARS)
@@ -137,6 +138,7 @@ async def get_entity_neighbors(
             node_id = (await resolve_code_anchors(snap.conn, rt.scope, [node_id]))[0]
         governed = await snap.governed()
         start = await governed.start(node_id)
+        node_id = start.node_id  # a name given becomes its id
         reached: dict[str, tuple[Admitted, int]] = {}
         edges: list[EdgeRow] = []
         frontier, seen = [node_id], {node_id}
@@ -172,7 +174,8 @@ async def get_entity_neighbors(
 
 async def find_path(rt: Runtime, source: str, target: str, *, max_depth: int = 4) -> GraphPath:
     """Shortest path between two nodes over edges of any type, followed in either direction,
-    never through a node a policy denies. Breadth-first, one query per hop."""
+    never through a node a policy denies. Breadth-first, one query per hop. ``source`` and
+    ``target`` are node ids or entity names."""
     _check_range("max_depth", max_depth, 1, 6)
     check_text("source", source, MAX_ID_CHARS)
     check_text("target", target, MAX_ID_CHARS)
@@ -180,6 +183,7 @@ async def find_path(rt: Runtime, source: str, target: str, *, max_depth: int = 4
         governed = await snap.governed()
         start = await governed.start(source)
         end = await governed.start(target)
+        source, target = start.node_id, end.node_id  # a name given becomes its id
         parents: dict[str, tuple[str, EdgeRow] | None] = {source: None}
         nodes = {source: start, target: end}
         frontier = [source]

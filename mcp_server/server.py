@@ -11,25 +11,40 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Literal, cast
 
 import anyio
 import pydantic
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
-from mcp_types import CallToolResult, InputRequiredResult
+from mcp_types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    CompleteRequestParams,
+    CompleteResult,
+    Completion,
+    InputRequiredResult,
+    ListResourcesResult,
+    PaginatedRequestParams,
+    ResourceTemplateReference,
+    SetLevelRequestParams,
+)
 
 from kg.db.lost import as_unavailable
 from kg.errors import KgError
 from kg.events.base import describe_validation_error
 from kg.runtime import Runtime, open_runtime
 from kg.validation import bounded
-from mcp_server.state import AppState, KgContext
+from mcp_server import logs, resources
+from mcp_server.state import AppState, KgContext, runtime_of
 from mcp_server.stdio import StdinLines
 from mcp_server.tools import kg_tools
 from mcp_server.unreadable import answer_unreadable
@@ -79,6 +94,49 @@ class KgMCPServer(MCPServer[AppState]):
                     f"Error executing tool {name}: {bounded(reason)}"
                 ) from exc.__cause__
             raise
+
+    async def _handle_list_resources(
+        self, ctx: ServerRequestContext[AppState], params: PaginatedRequestParams | None
+    ) -> ListResourcesResult:
+        """``resources/list`` from the graph, a page at a time, policy-filtered; what policies
+        left out is only counted (``_meta.kg/excluded_by_policy``)."""
+        cursor = params.cursor if params is not None else None
+        try:
+            found, more, excluded = await resources.listing(ctx.lifespan_context.runtime, cursor)
+        except KgError as error:
+            raise ResourceError(str(error)) from None
+        return ListResourcesResult(
+            resources=found, next_cursor=more, _meta={"kg/excluded_by_policy": excluded}
+        )
+
+    async def read_resource(
+        self, uri: Any, context: KgContext | None = None
+    ) -> Iterable[ReadResourceContents] | InputRequiredResult:
+        """``kg://graph`` (the root, which has no URI variable to hang a template on) here;
+        every other ``kg://`` URI through its template (:mod:`mcp_server.resources`)."""
+        if str(uri) == resources.ROOT and context is not None:
+            text = await resources.root(runtime_of(context))
+            return [ReadResourceContents(content=text, mime_type=resources.MARKDOWN)]
+        return await super().read_resource(uri, context)
+
+    async def _complete(
+        self, ctx: ServerRequestContext[AppState], params: CompleteRequestParams
+    ) -> CompleteResult:
+        """``completion/complete`` for the ``kg://`` templates' variables: node ids and entity
+        names this caller may see (a denied node is never offered)."""
+        ref, argument = params.ref, params.argument
+        values: list[str] = []
+        if isinstance(ref, ResourceTemplateReference):
+            given = (params.context.arguments if params.context else None) or {}
+            try:
+                values = await resources.complete(
+                    ctx.lifespan_context.runtime, ref.uri, argument.name, argument.value, given
+                )
+            except KgError as error:
+                raise MCPError(code=INVALID_PARAMS, message=str(error)) from None
+        return CompleteResult(
+            completion=Completion(values=values[:100], has_more=len(values) > 100)
+        )
 
     async def run_stdio_lines(self, stdin: StdinLines) -> None:
         """``run_stdio_async``, reading the client's messages from ``stdin`` (see
@@ -148,4 +206,8 @@ def create_server(
         log_level=log_level,
         tools=kg_tools(),
     )
+    resources.register(server)
+    lowlevel = server._lowlevel_server
+    lowlevel.add_request_handler("completion/complete", CompleteRequestParams, server._complete)
+    lowlevel.add_request_handler("logging/setLevel", SetLevelRequestParams, logs.set_level)
     return server

@@ -36,6 +36,7 @@ from kg.context.request import (
 from kg.context.result import ContextGraph
 from kg.directives import service as directives
 from kg.validation import IdStr, LongStr, PathStr, QueryStr, ShortStr, TypeStr, UsageStr
+from mcp_server.logs import log
 from mcp_server.models import (
     ContextGraphOut,
     ContextUsageOut,
@@ -91,8 +92,9 @@ async def build_context_graph(
         Anchors,
         Field(
             description="Node ids to start from, e.g. 'component:checkout' or "
-            "'function:src/shop/checkout.py#Checkout.pay', or a source location "
-            "'src/shop/checkout.py:42' (the function or class there)"
+            "'function:src/shop/checkout.py#Checkout.pay', a source location "
+            "'src/shop/checkout.py:42' (the function or class there), or extracted entities' "
+            "names, e.g. 'Charge'"
         ),
     ] = (),
     task: Annotated[
@@ -248,6 +250,8 @@ async def record_decision(
         confidence=confidence, context_graph_ids=context_graph_ids, references=references,
         supersedes=supersedes, decision_id=decision_id, metadata=metadata_of(ctx, session_id),
     )  # fmt: skip
+    await log(ctx, "info", f"recorded {recorded.decision_id}")
+    await ctx.notify_resources_changed()  # a new kg://decisions/... resource
     return structured(DecisionOut.model_validate(recorded.to_dict()))
 
 
@@ -305,7 +309,11 @@ async def get_node(
 async def get_entity_neighbors(
     ctx: KgContext,
     node_id: Annotated[
-        Id, Field(description="The node to start from: an id or a source location 'path:line'")
+        Id,
+        Field(
+            description="The node to start from: an id, a source location 'path:line', or an "
+            "entity's name ('Charge')"
+        ),
     ],
     edge_types: Annotated[
         NodeIds, Field(description="Only follow these edge types (CALLS: callers and callees)")
@@ -328,8 +336,8 @@ async def get_entity_neighbors(
 
 async def find_path(
     ctx: KgContext,
-    source: Annotated[Id, Field(description="Start node id")],
-    target: Annotated[Id, Field(description="End node id")],
+    source: Annotated[Id, Field(description="Start node id, or an entity's name")],
+    target: Annotated[Id, Field(description="End node id, or an entity's name")],
     max_depth: Annotated[int, Field(ge=1, le=6, description="Longest path searched")] = 4,
 ) -> Annotated[CallToolResult, PathOut]:
     """The shortest path between two nodes over edges of any type and direction, never through
@@ -353,14 +361,27 @@ async def ingest_markdown(
     ] = False,
 ) -> Annotated[CallToolResult, IngestOut]:
     """Ingest Markdown specs into the graph: a Document node per file, a Section per heading,
-    links and requirement ids as edges. Only what changed is appended; files outside the
+    links and requirement ids as edges, and the entities the schema map asks for (endpoints,
+    events, terms, relationships). Only what changed is appended; files outside the
     project are refused. Problems (bad UTF-8, broken front matter, ...) are listed per file.
     Policies decide whether this client may ingest the files (the call is refused, and the
     refusal logged, otherwise)."""
     from kg.ingest.service import ingest_paths
 
     rt = runtime_of(ctx)
-    report = await ingest_paths(rt, list(paths) or None, force=force, metadata=metadata_of(ctx))
+    await log(ctx, "info", f"ingesting {', '.join(paths) or 'the whole project'}")
+
+    async def progress(done: int, total: int) -> None:
+        await ctx.report_progress(done, total, f"{done} of {total} changed files written")
+
+    report = await ingest_paths(
+        rt, list(paths) or None, force=force, metadata=metadata_of(ctx), notify=progress
+    )
+    await log(ctx, "info", f"ingested {report.summary()}")
+    for problem in report.problems[:20]:
+        await log(ctx, "warning", str(problem))
+    if report.events:
+        await ctx.notify_resources_changed()  # kg:// resources came, changed or went
     return structured(IngestOut.model_validate(report.to_dict()))
 
 

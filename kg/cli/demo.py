@@ -46,6 +46,7 @@ def demo() -> None:
             )
             console.print(f"audit verify: {await verify_tenant(rt.app_pool, rt.scope.tenant_id)}\n")
             await _examples(rt)
+            await _api_example(rt)
 
     run(go)
     db.status()
@@ -112,3 +113,32 @@ async def _rules(ex: Runtime) -> None:
     )
     console.print(f"kg rules query --task {task!r} --path {path}:\n", markup=False)
     console.print(served.checklist, markup=False)
+
+
+async def _api_example(rt: Runtime) -> None:
+    """Ingest the API example (its schema map switches entity extraction on) and show the
+    chain a renewal follows: Subscription -> Invoice -> Charge -> event, found by name."""
+    from kg.cli.inspect_node import build_tree
+    from kg.graph_queries import get_entity_neighbors
+    from kg.ingest.examples import API_SCOPE, api_example_root, examples_runtime
+    from kg.ingest.service import ingest_paths
+
+    root = api_example_root()
+    if root is None:
+        return
+    ex = examples_runtime(rt, root, API_SCOPE)
+    report = await ingest_paths(ex, [root / "docs"], actor="kg demo")
+    console.print(f"API example ({root}): ingested {report.summary()}", markup=False)
+    chain = await get_entity_neighbors(
+        ex, "Subscription", edge_types=CHAIN_EDGES, depth=3, direction="out"
+    )
+    console.print("\nentity chain from the name 'Subscription' (extracted from the prose):")
+    console.print(build_tree(chain))
+    console.print(
+        f"try: KG_TENANT={API_SCOPE.tenant_id} KG_PROJECT={API_SCOPE.project_id} "
+        "kg inspect apiobject:subscription\n",
+        markup=False,
+    )
+
+
+CHAIN_EDGES = ("GENERATES", "REQUIRES", "TRIGGERS", "RETURNS", "BELONGS_TO")

@@ -91,7 +91,7 @@ def inspect(
     node: str = typer.Argument(
         ...,
         help="A node id, a Markdown path (docs/prd.md or docs/prd.md#goals), a source "
-        "location (src/shop/checkout.py:42) or FR-13.",
+        "location (src/shop/checkout.py:42), FR-13 or an entity's name (Charge).",
     ),
     depth: int = typer.Option(2, help="Hops to follow (1 to 3)."),
     direction: str = typer.Option("both", help="out (what it depends on), in, or both."),

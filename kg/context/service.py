@@ -85,10 +85,24 @@ def _needs_embedder(request: ContextRequest) -> bool:
     return request.mode == "semantic" or (request.mode == "policy_first" and not request.anchors)
 
 
+async def resolve_anchors(rt: Runtime, request: ContextRequest) -> ContextRequest:
+    """The request with anchors given as entity names (``Charge``) replaced by their node ids,
+    so the logged request re-derives the same graph (:mod:`kg.names`)."""
+    if not request.anchors:
+        return request
+    async with rt.reader().snapshot() as snap:
+        anchors = tuple(await (await snap.governed()).resolve(request.anchors))
+    if anchors == request.anchors:
+        return request
+    return request.model_copy(update={"anchors": anchors})
+
+
 async def build_context_graph(
     rt: Runtime, request: ContextRequest, metadata: EventMetadata | None = None
 ) -> ContextGraph:
-    """Build a context graph on the current log and record it as ``ContextGraphBuilt``."""
+    """Build a context graph on the current log and record it as ``ContextGraphBuilt``.
+    Anchors may be entity names as well as node ids."""
+    request = await resolve_anchors(rt, request)
     embedder = rt.embedder if _needs_embedder(request) else None
     async with rt.reader().snapshot() as snap:
         if any(is_code_location(a) for a in request.anchors):  # ``path:line`` names a symbol

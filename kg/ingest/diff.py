@@ -3,12 +3,16 @@
 Pure functions, no database: :mod:`kg.ingest.state` reads what is projected for a file, this
 module compares it with the new parse and returns the events. Ownership is by id: a file owns
 its ``document:`` node and the ``section:`` nodes its document CONTAINS, and every edge that
-starts at one of them. ``requirement:`` nodes are shared by every file that mentions them, so
-a file asserts one only when the graph lacks it and never retires one itself (see
-:func:`kg.ingest.service.retire_orphan_requirements`).
+starts at one of them. ``requirement:`` nodes and extracted entities (label ``Entity``) are
+shared by every file that mentions them, so a file asserts one only when the graph lacks it and
+never retires one itself (the pipeline retires those no edge touches any more). Relationship
+edges between entities belong to no one file: :class:`kg.ingest.entities.relations.RelationLedger`
+keeps the files that state each one.
 
-Edges carry the link as written (``raw``) but not its line number: a line added at the top of a
-file would otherwise re-assert every edge below it. ``kg lint`` reports lines from the parse.
+Link and requirement edges carry the link as written (``raw``) but not its line number: a line
+added at the top of a file would otherwise re-assert every edge below it. ``kg lint`` reports
+lines from the parse. Extracted entity edges do carry ``source: "path:line"``: provenance is
+what they are for, and only the changed file's own edges move with its lines.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from kg.directives.model import SHARED
 from kg.events import EdgeAsserted, EdgeRetracted, NodeAsserted, NodeRetired
 from kg.events.base import DomainEvent
 from kg.events.hashing import canonical_json
+from kg.ingest.entities.names import ENTITY
+from kg.ingest.entities.relations import RelationLedger
 from kg.ingest.model import DOCUMENT, REQUIREMENT, ParsedDocument, ParsedEdge, ParsedNode
 from kg.ingest.schema_map import SchemaMap
 
@@ -33,7 +39,7 @@ PARSER_VERSION = "4"
 SOURCE_KEY = "kg_source"
 STREAM_PREFIX = "doc:"
 _MAX_STREAM = 500
-_EDGE_PROPERTIES = ("raw", "count")
+_EDGE_PROPERTIES = ("raw", "count", "source")  # source: "path:line" of an extracted edge
 
 EdgeKey = tuple[str, str, str]
 
@@ -58,6 +64,8 @@ def schema_fingerprint(schema: SchemaMap) -> str:
         fields["labels"] = labels
     if schema.directives != DEFAULT_CONFIG:  # likewise for the directives' own settings
         fields["directives"] = schema.directives.fingerprint()
+    if schema.entities.enabled:  # likewise for entity extraction
+        fields["entities"] = schema.entities.fingerprint()
     text = canonical_json(fields)
     if schema.code_languages or schema.code_exclude or schema.code_history != 500:
         code = [list(schema.code_languages), list(schema.code_exclude), schema.code_history]
@@ -123,15 +131,26 @@ def graph_node(node: ParsedNode, source: dict[str, Any] | None) -> NodeState:
 
 def graph_edge(edge: ParsedEdge) -> EdgeState:
     """The kept properties (not the line: see the module docstring) and the weight (a parsed
-    ``weight`` property, e.g. a co-change strength, else 1.0)."""
+    ``weight`` property, e.g. a co-change strength, else the edge's own, e.g. an entity's
+    mention count)."""
     props = edge.properties
-    weight = float(props.get("weight", 1.0))
+    weight = float(props.get("weight", edge.weight))
     return EdgeState({k: props[k] for k in _EDGE_PROPERTIES if k in props}, weight)
 
 
 def _is_requirement(node: ParsedNode) -> bool:
-    """Requirement nodes, and the topic and layer nodes of rule files, are shared."""
-    return node.node_type == REQUIREMENT or REQUIREMENT in node.labels or SHARED in node.labels
+    """A node shared by the files that mention it: a requirement id, an extracted entity, or
+    the topic and layer nodes of rule files."""
+    return (
+        node.node_type == REQUIREMENT
+        or REQUIREMENT in node.labels
+        or ENTITY in node.labels
+        or SHARED in node.labels
+    )
+
+
+def _is_owned(node_id: str) -> bool:
+    return node_id.startswith(("document:", "section:"))
 
 
 def diff_file(
@@ -142,16 +161,20 @@ def diff_file(
     source: dict[str, Any] | None,
     known_requirements: set[str],
     reason: str,
+    relations: RelationLedger | None = None,
 ) -> FileChange:
     """The events that turn ``projected`` into ``parsed`` (``None``: the file is gone).
 
-    ``known_requirements`` holds the requirement ids the graph has (or that an earlier file of
-    this run asserted); ids asserted here are added to it. ``reason`` goes into NodeRetired.
+    ``known_requirements`` holds the shared node ids (requirements, entities) the graph has (or
+    that an earlier file of this run asserted); ids asserted here are added to it. ``reason``
+    goes into NodeRetired. ``relations`` (loaded for the entities this file mentions, before
+    and now) turns the file's relationship lines into edge events.
     """
     change = FileChange(relpath, removed=parsed is None)
     wanted: dict[str, NodeState] = {}
     requirements: list[ParsedNode] = []
     edges: dict[EdgeKey, EdgeState] = {}
+    claims: dict[EdgeKey, tuple[str, ...]] = {}
     if parsed is not None:
         for node in parsed.nodes:
             if _is_requirement(node):
@@ -159,8 +182,13 @@ def diff_file(
             else:
                 is_doc = DOCUMENT in node.labels and node.node_id == parsed.document_id
                 wanted[node.node_id] = graph_node(node, source if is_doc else None)
+        shared = {n.node_id for n in requirements}
         for edge in parsed.edges:
-            edges[(edge.edge_type, edge.from_node, edge.to_node)] = graph_edge(edge)
+            key = (edge.edge_type, edge.from_node, edge.to_node)
+            if edge.from_node in shared:  # entity -> entity: a claim, see RelationLedger
+                claims[key] = tuple(edge.properties.get("sources", ()))
+            else:
+                edges[key] = graph_edge(edge)
 
     retired = [node_id for node_id in projected.nodes if node_id not in wanted]
     for node_id in sorted(retired):
@@ -181,7 +209,7 @@ def diff_file(
         if key in edges:
             continue
         edge_type, from_node, to_node = key
-        if to_node.startswith("requirement:"):
+        if not _is_owned(to_node):
             change.dropped_requirements.add(to_node)
         if from_node in gone or to_node in gone:
             continue  # NodeRetired takes the edge with it
@@ -202,7 +230,20 @@ def diff_file(
                 )
             )
             change.edges_asserted += 1
+    if relations is not None:
+        events, asserted, retracted = relations.claim(relpath, claims)
+        change.events += events
+        change.edges_asserted += asserted
+        change.edges_retracted += retracted
     return change
+
+
+def mentioned_entities(projected: ProjectedFile, parsed: ParsedDocument | None) -> set[str]:
+    """Entities the file named before (edges in the graph) or names now: the ones whose
+    relationship edges the file may have stated."""
+    before = {to for _, _, to in projected.edges if not _is_owned(to)}
+    now = {n.node_id for n in parsed.nodes if ENTITY in n.labels} if parsed else set()
+    return before | now
 
 
 def _node_event(node_id: str, state: NodeState) -> NodeAsserted:

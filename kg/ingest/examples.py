@@ -15,6 +15,8 @@ from kg.config import Scope
 from kg.runtime import Runtime
 
 EXAMPLES_SCOPE = Scope("examples", "kg")
+# ``examples/api``: an API reference whose schema map (``kg-schema.yaml``) extracts entities.
+API_SCOPE = Scope("examples", "api")
 
 
 def examples_root() -> Path | None:
@@ -23,7 +25,13 @@ def examples_root() -> Path | None:
     return root if (root / "docs").is_dir() else None
 
 
-def examples_runtime(rt: Runtime, root: Path) -> Runtime:
-    """``rt``'s database and pools, in the examples' scope and project root."""
-    settings = dataclasses.replace(rt.settings, scope=EXAMPLES_SCOPE, project_root=root)
+def api_example_root() -> Path | None:
+    """``examples/api``, the API example, when the examples are there."""
+    root = examples_root()
+    return root / "api" if root is not None and (root / "api" / "docs").is_dir() else None
+
+
+def examples_runtime(rt: Runtime, root: Path, scope: Scope = EXAMPLES_SCOPE) -> Runtime:
+    """``rt``'s database and pools, in an example's scope and project root."""
+    settings = dataclasses.replace(rt.settings, scope=scope, project_root=root)
     return Runtime(settings, rt.url, rt.app_pool, rt.system_pool, rt.embedder)

@@ -17,6 +17,7 @@ from typing import Any
 
 from markdown_it.token import Token
 
+from kg.ingest.entities.extract import EntityScanner
 from kg.ingest.files import DEFAULT_MAX_BYTES, project_relpath, read_markdown_file
 from kg.ingest.front_matter import FrontMatterError, parse_front_matter
 from kg.ingest.links import (
@@ -99,11 +100,12 @@ def parse_text(
     source = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     builder = _Builder(relpath, source, schema, wiki_index)
     builder.run()
+    entities = builder.entities
     doc = ParsedDocument(
         relpath,
         content_hash,
-        tuple(builder.nodes()),
-        tuple(builder.edges.values()),
+        tuple(builder.nodes() + (entities.nodes() if entities else [])),
+        tuple(list(builder.edges.values()) + (entities.edges() if entities else [])),
         tuple(builder.problems),
     )
     # Rule files gain their directives (imported here: kg.directives builds on kg.ingest.model).
@@ -145,6 +147,7 @@ class _Builder:
         self.first_h1: str | None = None
         self.lines: list[str] = []
         self.slugger = Slugger()
+        self.entities = EntityScanner(relpath, schema.entities) if schema.entities.enabled else None
 
     # -- token walk -------------------------------------------------------------------------
 
@@ -157,6 +160,7 @@ class _Builder:
         stack: list[_Section] = []
         current = self.doc_id
         defined: set[str] = set()
+        glossary = False  # inside a glossary section (entities preset ``glossary``)
         for index, token in enumerate(tokens):
             if token.type == FRONT_MATTER:
                 self._front_matter(token)
@@ -169,11 +173,16 @@ class _Builder:
                     self._edge(PARENT_OF, stack[-1].node_id, section.node_id, {})
                 stack.append(section)
                 current, defined = section.node_id, section.defines
+                if self.entities is not None:
+                    glossary = any(self.entities.is_glossary(s.name) for s in stack)
+                    self.entities.heading(section.name, current, section.path, section.line + 1)
             elif token.type == "inline":
                 line = token.map[0] + 1 if token.map else 1
                 self._scan_requirements(token.content, line, current, defined)
                 if self.wiki_index is not None and self.wiki_index.code:
                     self._scan_code(token.content, line, current)
+                if self.entities is not None:
+                    self.entities.scan(token.content, line, current, glossary)
                 if token.children:
                     self._scan_links(token.children, line, current)
 

@@ -42,12 +42,16 @@ class ParsedNode:
 
 @dataclass(frozen=True, slots=True)
 class ParsedEdge:
-    """A directed edge between node ids; the target may live in another file, or nowhere."""
+    """A directed edge between node ids; the target may live in another file, or nowhere.
+
+    ``weight`` counts occurrences where that means something (a section naming an entity
+    three times MENTIONS it with weight 3)."""
 
     edge_type: str
     from_node: str
     to_node: str
     properties: dict[str, Any]
+    weight: float = 1.0
 
 
 Severity = Literal["error", "warning"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,10 +40,12 @@ from kg.ingest.diff import (
     ProjectedFile,
     diff_file,
     file_fingerprint,
+    mentioned_entities,
     requirement_ids,
     schema_fingerprint,
     stream_id,
 )
+from kg.ingest.entities.relations import RelationLedger
 from kg.ingest.files import DEFAULT_MAX_BYTES, read_markdown_file
 from kg.ingest.links import WikiIndex
 from kg.ingest.model import ParsedDocument, ParseProblem, document_id
@@ -63,6 +65,9 @@ POOL_MIN_FILES = 400
 _RETRIES = 3
 # Global order of event kinds inside one transaction (each stream keeps its own order too).
 _KIND_ORDER = {"NodeRetired": 0, "NodeAsserted": 1, "EdgeRetracted": 2, "EdgeAsserted": 3}
+# Told (files written so far, files to write) after each chunk: an MCP tool's progress
+# notifications (the CLI's counters are ``Options.progress``).
+Notify = Callable[[int, int], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +80,7 @@ class Options:
     catch_up: bool = True
     max_bytes: int = DEFAULT_MAX_BYTES
     progress: Progress = NO_PROGRESS
+    notify: Notify | None = None
 
 
 def _text_hash(text: str) -> str:
@@ -114,7 +120,8 @@ class Pipeline:
             problems=list(targets.problems), rejected=[p.path for p in targets.problems]
         )
         self.known_requirements: set[str] = set()
-        self.dropped: dict[str, str] = {}  # requirement id -> the file that dropped it
+        self.dropped: dict[str, str] = {}  # shared node id -> the file that dropped it
+        self.relations = RelationLedger()  # relationship edges between entities
         self.provenance = Provenance(None, set())
         self.projector = bulk.Projector(rt)
         self.tenure = Tenure()
@@ -271,6 +278,9 @@ class Pipeline:
                 self.options.progress.add(FILES_PARSED, len(docs))
                 await self._apply([(d.path, d) for d in docs])
                 self.tenure.settle()
+                if self.options.notify is not None:
+                    written = sum(len(c) for c in chunks[: i + 1])
+                    await self.options.notify(written, len(changed))
             for i in range(0, len(removed), CHUNK_FILES):
                 await self._apply([(rel, None) for rel in removed[i : i + CHUNK_FILES]])
         finally:
@@ -386,6 +396,14 @@ class Pipeline:
             )
             wanted = sorted(requirement_ids(docs) - self.known_requirements)
             self.known_requirements |= await state.existing_nodes(conn, self.scope, wanted)
+            entities = self.relations.missing(
+                e
+                for rel, doc in items
+                for e in mentioned_entities(projected[document_id(rel)], doc)
+            )
+            if entities:
+                rows = await state.relation_edges(conn, self.scope, entities)
+                self.relations.load(entities, rows)
         changes: list[tuple[FileChange, EventMetadata]] = []
         for rel, doc in items:
             change = self._diff_one(rel, doc, projected[document_id(rel)])
@@ -403,6 +421,7 @@ class Pipeline:
             # What the failed transaction would have asserted is not in the graph: forget it,
             # so the retry asks the (caught-up) graph again.
             self.known_requirements = known_before
+            self.relations = RelationLedger()  # reloaded from the graph, which has what committed
             raise
 
     def _metadata(self, source: str) -> EventMetadata:
@@ -430,6 +449,7 @@ class Pipeline:
                 source=source,
                 known_requirements=self.known_requirements,
                 reason=reason,
+                relations=self.relations,
             )
         except pydantic.ValidationError as error:
             self.known_requirements = known_before

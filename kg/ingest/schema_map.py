@@ -20,10 +20,14 @@ A schema map is a YAML file, ``.kg/schema.yaml`` or ``kg-schema.yaml`` in the pr
       exclude: ["**/fixtures/**"]
       history: 500               # commits read for git facts and co-change; 0: none
 
+    entities:                    # optional: extract entities from the prose
+      presets: [endpoints, events, bold_terms, relationships, glossary]
+
 ``paths`` and ``front_matter_type`` type documents; ``headings`` type sections. A front matter
 match beats a path match (the author said so explicitly); otherwise the first matching rule
 wins. Typing never changes a node id, only its ``node_type``. ``labels`` give every node of
 the files they match (document and sections) those labels, as front matter ``labels:`` does.
+The ``entities`` block is described in :mod:`kg.ingest.entities.config`.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ import yaml
 
 from kg.directives.config import DEFAULT_CONFIG, DirectiveConfig, parse_directive_config
 from kg.errors import ValidationError
+from kg.ingest.entities.config import NO_ENTITIES, EntityConfig, parse_entities
 from kg.ingest.requirements import DEFAULT_PREFIXES, RequirementMatcher
 
 SCHEMA_FILES = (".kg/schema.yaml", "kg-schema.yaml")
@@ -45,7 +50,8 @@ SCHEMA_FILES = (".kg/schema.yaml", "kg-schema.yaml")
 _TYPE_NAME = re.compile(r"^[A-Z][A-Za-z0-9]{0,63}$")
 _PREFIX = re.compile(r"^[A-Za-z]+$")
 _TOP_KEYS = {
-    "version", "include_defaults", "requirement_prefixes", "rules", "labels", "code", "directives"
+    "version", "include_defaults", "requirement_prefixes", "rules", "labels", "code",
+    "directives", "entities",
 }  # fmt: skip
 _CODE_KEYS = {"languages", "exclude", "history"}
 _RULE_KEYS = {"type", "paths", "front_matter_type", "headings"}
@@ -141,6 +147,7 @@ class SchemaMap:
     code_exclude: tuple[str, ...] = ()
     code_history: int = 500
     directives: DirectiveConfig = DEFAULT_CONFIG  # rule statements (kg.directives.config)
+    entities: EntityConfig = NO_ENTITIES
     requirements: RequirementMatcher = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -239,6 +246,7 @@ def parse_schema_map(text: str, source: str) -> SchemaMap:
     labels = [_label_rule(raw, f"labels[{i}]", source) for i, raw in enumerate(raw_labels)]
     languages, exclude, history = _code(data.get("code", {}), source)
     directives = parse_directive_config(data.get("directives"), source)
+    entities = parse_entities(data.get("entities"), source)
     return SchemaMap(
         tuple(rules),
         prefixes,
@@ -248,6 +256,7 @@ def parse_schema_map(text: str, source: str) -> SchemaMap:
         code_exclude=exclude,
         code_history=history,
         directives=directives,
+        entities=entities,
     )
 
 

@@ -21,7 +21,7 @@ from kg.ingest.code.languages import SOURCE_SUFFIXES
 from kg.ingest.files import DEFAULT_MAX_BYTES
 from kg.ingest.lint import find_dangling
 from kg.ingest.model import ParseProblem, document_id
-from kg.ingest.pipeline import Options, Pipeline
+from kg.ingest.pipeline import Notify, Options, Pipeline
 from kg.ingest.project import discover_files, parse_project
 from kg.ingest.report import IngestReport, SyncReport
 from kg.ingest.schema_map import SCHEMA_FILES, load_schema_map
@@ -44,6 +44,7 @@ async def ingest_paths(
     acting: str | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
     progress: Progress = NO_PROGRESS,
+    notify: Notify | None = None,
 ) -> IngestReport:
     """Ingest Markdown files and folders (default: the whole project) into the graph.
 
@@ -59,9 +60,11 @@ async def ingest_paths(
     the run's events together. ``acting`` (default: the metadata's actor) is who policies
     must allow to ingest the files (``kg.policies.enforce``).
 
-    A file over ``max_bytes``, binary or not UTF-8 is skipped with a warning (``skipped``);
+    A file over ``max_bytes``, binary or not UTF-8 is skipped with a warning (``unreadable``);
     folders are scanned without what git or the project's ``.kgignore`` ignore
-    (:mod:`kg.ingest.walker`). ``progress`` counts files, events and embeddings as they go.
+    (:mod:`kg.ingest.walker`). ``progress`` counts files, events and embeddings as they go;
+    ``notify`` is awaited with (files written, files to write) after each chunk of changed
+    files (an MCP tool's progress notifications).
 
     Raises:
         ValidationError: the project's schema map is malformed.
@@ -73,7 +76,12 @@ async def ingest_paths(
     meta = metadata or EventMetadata(actor=actor)
     await _require_ingest(rt, acting or meta.actor, targets, meta)
     options = Options(
-        force=force, metadata=meta, workers=workers, max_bytes=max_bytes, progress=progress
+        force=force,
+        metadata=meta,
+        workers=workers,
+        max_bytes=max_bytes,
+        progress=progress,
+        notify=notify,
     )
     return await _run(rt, targets, options)
 

@@ -146,6 +146,27 @@ async def existing_nodes(
     return found
 
 
+async def relation_edges(
+    conn: asyncpg.Connection, scope: Scope, entity_ids: Sequence[str]
+) -> list[tuple[tuple[str, str, str], list[str]]]:
+    """Relationship edges leaving these entities, with the ``path:line`` sources stating them
+    (see :mod:`kg.ingest.entities.relations`)."""
+    found: list[tuple[tuple[str, str, str], list[str]]] = []
+    for chunk in _chunks(entity_ids):
+        rows = await conn.fetch(
+            "SELECT edge_type, from_node, to_node, properties -> 'sources' AS sources "
+            "FROM kg_edges WHERE tenant_id = $1 AND project_id = $2 "
+            "AND from_node = ANY($3::text[]) AND properties ? 'sources'",
+            scope.tenant_id,
+            scope.project_id,
+            chunk,
+        )
+        for r in rows:
+            key = (r["edge_type"], r["from_node"], r["to_node"])
+            found.append((key, [str(s) for s in r["sources"] or []]))
+    return found
+
+
 async def stream_heads(
     conn: asyncpg.Connection, scope: Scope, stream_ids: Sequence[str]
 ) -> dict[str, tuple[int, int]]:

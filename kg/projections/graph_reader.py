@@ -89,6 +89,15 @@ SELECT p.edge_id, p.edge_type, p.from_node, p.to_node, p.weight, {_NODE_COLS}
  ORDER BY p.weight DESC, p.edge_id
 """
 
+# Extracted entities by the key their id ends with (``apiobject:charge`` has key ``charge``).
+_ENTITIES_KEYED = f"""
+SELECT {_NODE_COLS}
+  FROM kg_nodes n
+ WHERE n.tenant_id = $1 AND n.project_id = $2 AND n.labels @> ARRAY['Entity']
+   AND substr(n.node_id, strpos(n.node_id, ':') + 1) = ANY($3::text[])
+ ORDER BY n.node_id
+"""
+
 _EDGES_AMONG = """
 SELECT edge_id, edge_type, from_node, to_node, weight
   FROM kg_edges
@@ -177,6 +186,13 @@ class GraphReader:
         )
         return [_node(r) for r in rows]
 
+    async def entities_keyed(self, keys: Sequence[str]) -> list[NodeRow]:
+        """Extracted entities whose normalised name is one of ``keys`` (any entity type)."""
+        rows = await self.conn.fetch(
+            _ENTITIES_KEYED, self.scope.tenant_id, self.scope.project_id, list(keys)
+        )
+        return [_node(r) for r in rows]
+
     async def neighbours(
         self,
         frontier: Sequence[str],
@@ -230,3 +246,8 @@ class GraphReader:
             self.conn, self.scope, text, "hybrid", _opt(node_types), k, vector, max(4 * k, 40)
         )
         return [(h.node_id, h.similarity or 0.0, h.score) for h in hits]
+
+
+# For other readers of kg_nodes that return NodeRows (kg.projections.browse_reader).
+NODE_COLUMNS = _NODE_COLS
+node_row = _node

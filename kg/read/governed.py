@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kg.errors import NotFoundError, PolicyDeniedError
+from kg.names import resolve_all
 from kg.policies.actions import Subject
 from kg.policies.evaluate import Governance
 from kg.policies.model import NodeVerdict
@@ -118,12 +119,19 @@ class Governed:
         found = [self._admit(row) for row in await self._graph.nodes(node_ids)]
         return [a for a in found if a is not None]
 
-    async def start(self, node_id: str) -> Admitted:
-        """The node a query starts from: a typed error when it is missing or denied."""
+    async def resolve(self, refs: Sequence[str]) -> list[str]:
+        """Node ids for references that are ids or extracted entities' names (``Charge``);
+        a reference naming nothing comes back as it is (see :mod:`kg.names`)."""
+        return await resolve_all(self._graph, self.governance, refs)
+
+    async def start(self, ref: str) -> Admitted:
+        """The node a query starts from (an id, or an entity's name): a typed error when it is
+        missing, denied, or a name several entities share."""
+        node_id = (await self.resolve([ref]))[0]
         rows = await self._graph.nodes([node_id])
         if not rows:
             raise NotFoundError(
-                f"node {clip(node_id)} not found in this project: check the id "
+                f"node {clip(ref)} not found in this project: check the id or entity name "
                 "(query_knowledge_graph finds nodes)"
             )
         admitted = self._admit(rows[0])

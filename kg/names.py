@@ -1,0 +1,51 @@
+"""Node references by name: ``Charge`` for ``apiobject:charge``, wherever a tool takes an id.
+
+A reference that is a node id is taken as it is. Otherwise it is read as the name of an
+extracted entity (:mod:`kg.ingest.entities`), matched on the same normalised key ingestion
+merges spellings with (``Charges``, ``charge`` and ``**Charge**`` are one name). Denied
+entities are never candidates, so an error never names them; several candidates make a
+:class:`~kg.errors.ValidationError` that lists them, so the caller can pick an id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from kg.errors import ValidationError
+from kg.validation import clip
+
+if TYPE_CHECKING:
+    from kg.policies.evaluate import Governance
+    from kg.projections.graph_reader import GraphReader
+
+MAX_LISTED = 10
+
+
+async def resolve_all(reader: GraphReader, gov: Governance, refs: Sequence[str]) -> list[str]:
+    """The node id each reference stands for (``ref`` itself when it names nothing: the caller
+    reports it as not found, in its own words); one query for the ids, one for the names.
+    Used by :meth:`kg.read.governed.Governed.resolve`."""
+    known = {r.node_id for r in await reader.nodes(list(refs))}
+    names = [r for r in dict.fromkeys(refs) if r not in known]
+    if not names:
+        return list(refs)
+    # Imported here: the read path loads the parser's package only when a name is looked up.
+    from kg.ingest.entities.names import lookup_keys
+
+    keys = {ref: lookup_keys(ref) for ref in names}
+    rows = await reader.entities_keyed(sorted({k for ks in keys.values() for k in ks}))
+    visible = [r for r in rows if not gov.verdict(r.node_type, r.labels, r.governed_by).denied]
+    resolved: dict[str, str] = {}
+    for ref, ref_keys in keys.items():
+        found = [r for r in visible if r.node_id.split(":", 1)[1] in ref_keys]
+        if len(found) == 1:
+            resolved[ref] = found[0].node_id
+        elif found:
+            listed = ", ".join(f"{r.node_id} ({r.node_type})" for r in found[:MAX_LISTED])
+            more = f" and {len(found) - MAX_LISTED} more" if len(found) > MAX_LISTED else ""
+            raise ValidationError(
+                f"the name {clip(ref)} is ambiguous: it matches {listed}{more}; "
+                "pass one of these node ids instead"
+            )
+    return [resolved.get(ref, ref) for ref in refs]

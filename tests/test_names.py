@@ -1,0 +1,102 @@
+"""Entity names wherever a tool takes a node id: find_path, get_entity_neighbors, anchors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kg.context.service import build_context_graph, parse_request
+from kg.errors import NotFoundError, ValidationError
+from kg.events import PolicyDefined
+from kg.graph_queries import find_path, get_entity_neighbors
+from kg.ingest.service import ingest_paths
+from kg.policies.model import PolicyRule
+from kg.runtime import Runtime
+
+SCHEMA = """\
+entities:
+  presets: [endpoints, events, bold_terms, relationships, glossary]
+  bold_terms: APIObject
+"""
+
+FILES = {
+    ".kg/schema.yaml": SCHEMA,
+    "docs/billing.md": (
+        "# Billing\n\nA **Subscription** generates an **Invoice**. An **Invoice** requires a "
+        "**Charge**. A **Charge** triggers `charge.succeeded`.\n"
+    ),
+    "docs/glossary.md": "# Glossary\n\n**Charge**: money taken from a customer.\n",
+}
+
+
+@pytest.fixture
+async def billing(runtime: Runtime, tmp_path: Path) -> Runtime:
+    for rel, text in FILES.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    report = await ingest_paths(runtime, [tmp_path / "docs"])
+    assert report.problems == []
+    return runtime
+
+
+async def test_find_path_and_neighbors_walk_the_chain_by_names(billing: Runtime) -> None:
+    path = await find_path(billing, "Subscription", "Invoice")
+    assert path.found and (path.source, path.target) == (
+        "apiobject:subscription",
+        "apiobject:invoice",
+    )
+    assert [e.edge_type for e in path.edges] == ["GENERATES"]
+    chain = await get_entity_neighbors(
+        billing,
+        "Subscription",
+        edge_types=("GENERATES", "REQUIRES", "TRIGGERS"),
+        depth=3,
+        direction="out",
+    )
+    assert [(n.node_id, n.hop) for n in chain.neighbors] == [
+        ("apiobject:invoice", 1),
+        ("apiobject:charge", 2),
+        ("event:charge.succeeded", 3),
+    ]
+
+
+async def test_neighbors_accept_a_plural_or_lower_case_name(billing: Runtime) -> None:
+    result = await get_entity_neighbors(billing, "invoices", direction="out")
+    assert result.node.node_id == "apiobject:invoice"
+    assert [n.node_id for n in result.neighbors] == ["apiobject:charge"]
+
+
+async def test_an_ambiguous_name_lists_its_candidates(billing: Runtime) -> None:
+    # "Charge" is an APIObject (bold) and a Concept (the glossary defines it).
+    with pytest.raises(ValidationError) as caught:
+        await get_entity_neighbors(billing, "Charge")
+    message = str(caught.value)
+    assert "the name 'Charge' is ambiguous" in message
+    assert "apiobject:charge (APIObject)" in message and "concept:charge (Concept)" in message
+    assert "pass one of these node ids" in message
+
+
+async def test_a_denied_candidate_is_never_named_nor_chosen(billing: Runtime) -> None:
+    deny = PolicyDefined(
+        policy_id="policy:no-concepts",
+        name="Concepts are internal",
+        rule=PolicyRule(effect="deny", node_types=("Concept",)),
+    )
+    await billing.store.append(billing.scope, "policies", [deny])
+    result = await get_entity_neighbors(billing, "Charge", direction="out")
+    assert result.node.node_id == "apiobject:charge"
+    with pytest.raises(NotFoundError) as caught:
+        await get_entity_neighbors(billing, "no such thing")
+    assert "entity name" in str(caught.value)
+
+
+async def test_anchors_may_be_names_and_the_log_records_the_id(billing: Runtime) -> None:
+    request = parse_request(anchors=("Subscription",), mode="anchor", max_depth=3)
+    graph = await build_context_graph(billing, request)
+    ids = {n.node_id for n in graph.nodes}
+    assert {"apiobject:subscription", "apiobject:invoice", "apiobject:charge"} <= ids
+    logged = await billing.system_pool.fetchval(
+        "SELECT payload->'request'->'anchors' FROM kg_events WHERE event_type = 'ContextGraphBuilt'"
+    )
+    assert logged == ["apiobject:subscription"]
