@@ -65,8 +65,8 @@ def test_lint_prints_file_line_message_and_exits_1_on_errors(
 def test_ingest_reports_changes_problems_and_exit_code(env: dict[str, str], examples: Path) -> None:
     first = kg("ingest", ".", env=env, cwd=examples)
     assert first.returncode == 0, first.stderr
-    # 10 specs, the README and the 5 pages of the API example (examples/api)
-    assert "ingested 16 files: 16 changed, 0 unchanged, 0 removed, 0 failed" in first.stdout
+    # 10 specs, the README, the 5 pages of the API example (examples/api), the 5 rule files
+    assert "ingested 21 files: 21 changed, 0 unchanged, 0 removed, 0 failed" in first.stdout
     again = kg("ingest", "docs", env=env, cwd=examples)
     assert "12 files: 0 changed, 12 unchanged, 0 removed, 0 failed; 0 events" in again.stdout
 
