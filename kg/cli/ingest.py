@@ -46,14 +46,25 @@ def ingest(
         False, "--force", help="Re-derive every file, even those whose content is unchanged."
     ),
     workers: int = typer.Option(0, help="Parsing processes (0: one per CPU, at most 4)."),
+    allow_secrets: bool = typer.Option(
+        False,
+        "--allow-secrets",
+        help="Ingest files that hold what looks like a secret instead of refusing them "
+        "(narrower: '# kg:allow-secret' on the line, or .kg-secrets-allow).",
+    ),
 ) -> None:
-    """Parse Markdown specs into the graph, appending events only for what changed."""
+    """Parse Markdown specs into the graph, appending events only for what changed.
+
+    A file holding a possible secret (private key, cloud or API token, high-entropy value
+    assigned to a secret-looking name) is refused: file:line and the rule, never the secret."""
     from kg.ingest.service import ingest_paths
     from kg.runtime import open_runtime
 
     async def go() -> IngestReport:
         async with open_runtime() as rt:
-            return await ingest_paths(rt, _absolute(paths), force=force, workers=workers)
+            return await ingest_paths(
+                rt, _absolute(paths), force=force, workers=workers, allow_secrets=allow_secrets
+            )
 
     report = run(go)
     print_ingest(report)

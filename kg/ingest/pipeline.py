@@ -42,6 +42,7 @@ from kg.ingest.files import read_markdown_file
 from kg.ingest.links import WikiIndex
 from kg.ingest.model import ParsedDocument, ParseProblem, document_id
 from kg.ingest.project import discover_markdown, parse_texts, parsing_pool
+from kg.ingest.secrets import Allowlist, scan_texts
 from kg.ingest.provenance import Provenance
 from kg.ingest.report import IngestReport
 from kg.ingest.schema_map import SchemaMap
@@ -65,6 +66,9 @@ class Options:
     workers: int = 0  # 0: one per CPU, at most 4
     report_missing: bool = True
     catch_up: bool = True
+    # Ingest files that hold what looks like a secret (kg.ingest.secrets) instead of refusing
+    # them; the allowlist file and the inline mark are the narrower way.
+    allow_secrets: bool = False
 
 
 def _text_hash(text: str) -> str:
@@ -110,6 +114,8 @@ class Pipeline:
         texts, problems = await asyncio.to_thread(_read_all, self.root, self.targets.files)
         self.report.problems += problems
         self.report.failed += [p.path for p in problems]
+        if not self.options.allow_secrets:
+            await asyncio.to_thread(self._refuse_secrets, texts)
         await self.rt.catch_up()  # compare against a projection that has the whole log
         self._embedded_before = self.rt.runner.ctx.embedded
         changed, removed = await self._select(texts)
@@ -130,6 +136,17 @@ class Pipeline:
         finally:
             self.tenure.release()
         return self.report
+
+    def _refuse_secrets(self, texts: dict[str, str]) -> None:
+        """Drop files holding a possible secret from this run (they keep their earlier nodes),
+        reported as ``file:line`` and the rule, never the secret."""
+        findings = scan_texts(texts, Allowlist.load(self.root))
+        for finding in findings:
+            self.report.problems.append(finding.problem())
+        refused = sorted({f.path for f in findings})
+        for rel in refused:
+            del texts[rel]
+        self.report.rejected += refused
 
     # -- 1. what changed ------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from kg.ingest.lint import find_dangling
 from kg.ingest.model import ParseProblem
 from kg.ingest.pipeline import Options, Pipeline
 from kg.ingest.project import parse_project
+from kg.ingest.secrets import scan_files
 from kg.ingest.report import IngestReport, SyncReport
 from kg.ingest.schema_map import SCHEMA_FILES, load_schema_map
 from kg.ingest.state import holds_mark, log_mark, scoped
@@ -36,6 +37,7 @@ async def ingest_paths(
     actor: str = "kg ingest",
     metadata: EventMetadata | None = None,
     workers: int = 0,
+    allow_secrets: bool = False,
 ) -> IngestReport:
     """Ingest Markdown files and folders (default: the whole project) into the graph.
 
@@ -50,6 +52,9 @@ async def ingest_paths(
     as ``source``; an MCP tool passes its session and tool call here. One correlation id ties
     the run's events together.
 
+    A file holding what looks like a secret (:mod:`kg.ingest.secrets`) is refused and reported
+    (``file:line``, the rule) unless allowlisted or ``allow_secrets``.
+
     Raises:
         ValidationError: the project's schema map is malformed.
         ConcurrencyConflictError: other writers kept changing the same files (after retries).
@@ -57,7 +62,11 @@ async def ingest_paths(
     root = rt.settings.project_root
     targets = await asyncio.to_thread(resolve_targets, root, paths)
     meta = metadata or EventMetadata(actor=actor)
-    return await _run(rt, targets, Options(force=force, metadata=meta, workers=workers))
+    return await _run(
+        rt,
+        targets,
+        Options(force=force, metadata=meta, workers=workers, allow_secrets=allow_secrets),
+    )
 
 
 async def _run(rt: Runtime, targets: Targets, options: Options) -> IngestReport:
@@ -158,7 +167,7 @@ async def lint_project(
     Every file is parsed (links are checked across the whole project), then only problems in
     ``paths`` (files or folders; default all) are returned: unreadable or refused files,
     malformed front matter, dangling links and anchors, duplicate ids, requirements defined
-    twice. Severity ``warning`` (an ambiguous wiki link) does not make the project fail lint.
+    twice, possible secrets (:mod:`kg.ingest.secrets`). Severity ``warning`` (an ambiguous wiki link) does not make the project fail lint.
     No database is used.
 
     Raises:
@@ -174,6 +183,7 @@ def lint_files(
     schema = load_schema_map(root)
     docs = parse_project(root, schema=schema, workers=workers)
     problems = [p for doc in docs for p in doc.problems] + find_dangling(docs)
+    problems += [f.problem() for f in scan_files(root, sorted({doc.path for doc in docs}))]
     if paths is not None:
         targets = resolve_targets(root, paths)
         wanted = set(targets.files) | set(targets.missing)
