@@ -42,10 +42,10 @@ from kg.ingest.files import read_markdown_file
 from kg.ingest.links import WikiIndex
 from kg.ingest.model import ParsedDocument, ParseProblem, document_id
 from kg.ingest.project import discover_markdown, parse_texts, parsing_pool
-from kg.ingest.secrets import Allowlist, scan_texts
 from kg.ingest.provenance import Provenance
 from kg.ingest.report import IngestReport
 from kg.ingest.schema_map import SchemaMap
+from kg.ingest.secrets import Allowlist, scan_texts
 from kg.ingest.targets import Targets
 from kg.ingest.tenure import Tenure
 from kg.runtime import Runtime

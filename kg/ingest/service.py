@@ -20,9 +20,9 @@ from kg.ingest.lint import find_dangling
 from kg.ingest.model import ParseProblem
 from kg.ingest.pipeline import Options, Pipeline
 from kg.ingest.project import parse_project
-from kg.ingest.secrets import scan_files
 from kg.ingest.report import IngestReport, SyncReport
 from kg.ingest.schema_map import SCHEMA_FILES, load_schema_map
+from kg.ingest.secrets import scan_files
 from kg.ingest.state import holds_mark, log_mark, scoped
 from kg.ingest.sync_state import Synced, last_synced, record_synced, state_key, sync_lock
 from kg.ingest.targets import Targets, is_project_markdown, resolve_targets
@@ -167,7 +167,8 @@ async def lint_project(
     Every file is parsed (links are checked across the whole project), then only problems in
     ``paths`` (files or folders; default all) are returned: unreadable or refused files,
     malformed front matter, dangling links and anchors, duplicate ids, requirements defined
-    twice, possible secrets (:mod:`kg.ingest.secrets`). Severity ``warning`` (an ambiguous wiki link) does not make the project fail lint.
+    twice, possible secrets (:mod:`kg.ingest.secrets`). Severity ``warning`` (an ambiguous
+    wiki link) does not make the project fail lint.
     No database is used.
 
     Raises:
