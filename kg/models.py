@@ -100,6 +100,17 @@ class Event(SQLModel, table=True):
     hash: str = _col(Text)
 
 
+class EventContent(SQLModel, table=True):
+    """An event's erasable fields (migration 0014): ``body`` is ``{"fields", "salt"}``, and the
+    event's payload holds ``sha256(canonical body)``. Deleted whole by ``kg erase``."""
+
+    __tablename__ = "kg_event_content"
+
+    tenant_id: str = _tenant()
+    digest: str = _col(Text, pk=True)
+    body: dict[str, Any] = _col(JSONB)
+
+
 class ChainHead(SQLModel, table=True):
     """A tenant's head: the position and hash of its last event (the per-tenant counter)."""
 
@@ -342,6 +353,7 @@ __all__ = [
     "EmbeddingCacheEntry",
     "EmbeddingIndex",
     "Event",
+    "EventContent",
     "MerkleFrontier",
     "MerkleLog",
     "MerkleNode",

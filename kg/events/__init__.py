@@ -4,12 +4,14 @@ from kg.events.base import DomainEvent, build_event, decode_event, upcaster
 from kg.events.context import ContextGraphBuilt, ContextGraphUsed
 from kg.events.decision import DecisionRecorded
 from kg.events.envelope import AppendResult, EventMetadata, PendingEvent, RecordedEvent
+from kg.events.erasure import ContentErased
 from kg.events.knowledge import EdgeAsserted, EdgeRetracted, NodeAsserted, NodeRetired
 from kg.events.policy import PolicyDefined, PolicyRetired
 from kg.events.store import EventStore
 
 __all__ = [
     "AppendResult",
+    "ContentErased",
     "ContextGraphBuilt",
     "ContextGraphUsed",
     "DecisionRecorded",

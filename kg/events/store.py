@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import re
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -30,6 +30,7 @@ from kg.errors import (
     ValidationError,
 )
 from kg.events.base import DomainEvent
+from kg.events.content import CONTENT_KEY, split_erasable
 from kg.events.envelope import AppendResult, EventMetadata, PendingEvent, RecordedEvent
 from kg.events.hashing import (
     GENESIS_HASH,
@@ -50,8 +51,13 @@ EVENT_COLUMNS = (
     "schema_version, payload, metadata, recorded_at, idempotency_key, prev_hash, hash"
 )
 
-# The columns of RecordedEvent, in its field order.
-SELECT_EVENT = EVENT_COLUMNS.replace("event_id", "event_id::text")
+# The columns of RecordedEvent, in its field order: the last is the event's erasable content,
+# kept beside the log (migration 0014; NULL when there is none or it was erased). Every read of
+# events uses this list with ``FROM kg_events`` (a table or a kept replay's view of it).
+SELECT_EVENT = EVENT_COLUMNS.replace("event_id", "event_id::text") + (
+    ", (SELECT c.body FROM kg_event_content c WHERE c.tenant_id = kg_events.tenant_id "
+    "AND c.digest = kg_events.payload #>> '{$content,digest}')"
+)
 
 # Both functions are SECURITY DEFINER (migrations 0009, 0013): the application role has no other
 # way to append or move a head. The lock function locks the tenant's head row (position and
@@ -69,6 +75,11 @@ SELECT stream_id, position, stream_version, event_id::text
   FROM kg_events
  WHERE tenant_id = $1 AND project_id = $2 AND idempotency_key = $3
  ORDER BY position
+"""
+
+_INSERT_CONTENT = """
+INSERT INTO kg_event_content (tenant_id, digest, body)
+SELECT $1, d, b::jsonb FROM unnest($2::text[], $3::text[]) AS x(d, b)
 """
 
 _INSERT_BATCH = """
@@ -91,6 +102,10 @@ async def log_head(conn: asyncpg.Connection | asyncpg.Pool, tenant_id: str) -> i
     """The newest committed position of ``tenant_id``'s log (system pool, or a connection in a
     transaction scoped to that tenant)."""
     return int(await conn.fetchval(f"SELECT {log_head_sql('$1')}", tenant_id) or 0)
+
+
+# A step run inside an append's transaction, after its insert (see EventStore.append_many).
+AfterAppend = Callable[[asyncpg.Connection, list[AppendResult]], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -130,13 +145,17 @@ def _check_append_args(
         raise ValidationError("idempotency_key must be 1-200 characters")
 
 
-def _payload_json(event: DomainEvent) -> str:
+def _payload_json(event: DomainEvent) -> tuple[str, tuple[str, str] | None]:
+    """The stored payload's canonical JSON, and ``(digest, body JSON)`` of its erasable
+    content when it keeps some apart (:mod:`kg.events.content`)."""
     if not isinstance(event, DomainEvent):
         raise ValidationError(
             f"cannot append {type(event).__name__}: events must be DomainEvent subclasses"
         )
     try:
-        text = canonical_json(event.to_payload())
+        payload, body = split_erasable(event.to_payload(), event.erasable_fields)
+        text = canonical_json(payload)
+        body_text = None if body is None else canonical_json(body)
     except UnicodeEncodeError:
         raise ValidationError(
             f"{event.event_type} payload holds an unpaired surrogate, which is not valid "
@@ -144,12 +163,14 @@ def _payload_json(event: DomainEvent) -> str:
         ) from None
     except ValueError as exc:
         raise ValidationError(f"{event.event_type} payload is not valid JSON: {exc}") from None
-    if _JSON_NUL.search(text):
+    if _JSON_NUL.search(text) or (body_text is not None and _JSON_NUL.search(body_text)):
         raise ValidationError(
             f"{event.event_type} payload contains a NUL character (\\u0000), which PostgreSQL "
             "cannot store: remove it from the text"
         )
-    return text
+    if body_text is None:
+        return text, None
+    return text, (payload[CONTENT_KEY]["digest"], body_text)
 
 
 class EventStore:
@@ -197,6 +218,7 @@ class EventStore:
         expected_versions: Mapping[str, int] | None = None,
         idempotency_key: str | None = None,
         metadata: EventMetadata | None = None,
+        then: AfterAppend | None = None,
     ) -> list[AppendResult]:
         """Append ``items`` (events of one or many streams) atomically, in the given order.
 
@@ -206,6 +228,8 @@ class EventStore:
         exactly those the same appends made one by one would produce. ``expected_versions``
         maps stream ids to the version each must be at. Returns one result per stream, in
         order of first appearance (a stream's positions increase but need not be contiguous).
+        ``then`` runs in the append's transaction, after the insert (an erasure removes the
+        content its ``ContentErased`` event lists in the same commit).
         """
         if len(items) > MAX_BATCH:
             raise ValidationError(
@@ -222,6 +246,7 @@ class EventStore:
         default_meta = metadata or EventMetadata()
         meta_texts: dict[int, str] = {}  # one serialisation per distinct metadata object
         prepared: list[tuple[str, DomainEvent, str, str]] = []
+        contents: list[tuple[str, str]] = []  # (digest, body) of erasable content
         for item in items:
             event, meta = (
                 (item.event.event, item.event.metadata)
@@ -234,12 +259,18 @@ class EventStore:
                     meta_text = meta_texts[id(meta)] = canonical_json(meta.to_json())
                 except ValueError as exc:
                     raise ValidationError(f"event metadata is not valid JSON: {exc}") from None
-            prepared.append((item.stream_id, event, _payload_json(event), meta_text))
+            payload_text, content = _payload_json(event)
+            prepared.append((item.stream_id, event, payload_text, meta_text))
+            if content is not None:
+                contents.append(content)
         try:
             async with self._pool.acquire() as conn, conn.transaction():
-                return await _append_locked(
-                    conn, scope, list(counts), expected, prepared, idempotency_key
+                results = await _append_locked(
+                    conn, scope, list(counts), expected, prepared, idempotency_key, contents
                 )
+                if then is not None and not any(r.duplicate for r in results):
+                    await then(conn, results)
+                return results
         except (asyncpg.UndefinedTableError, asyncpg.UndefinedFunctionError) as exc:
             raise SchemaNotReadyError(
                 f"the event store is missing or out of date ({exc}): run `kg init` or "
@@ -398,6 +429,7 @@ async def _append_locked(
     expected: dict[str, int],
     prepared: list[tuple[str, DomainEvent, str, str]],
     idempotency_key: str | None,
+    contents: Sequence[tuple[str, str]] = (),
 ) -> list[AppendResult]:
     """The append itself, under the lock of the tenant's head: checks, hash chain, one insert."""
     await set_tenant(conn, scope.tenant_id)
@@ -452,6 +484,13 @@ async def _append_locked(
         positions[stream_id].append(position)
         ids[stream_id].append(event_id)
         prev = digest
+    if contents:
+        await conn.execute(
+            _INSERT_CONTENT,
+            scope.tenant_id,
+            [c[0] for c in contents],
+            [c[1] for c in contents],
+        )
     await conn.fetchrow(
         _INSERT_BATCH,
         all_positions, event_ids, scope.tenant_id, scope.project_id, recorded_at,

@@ -65,6 +65,9 @@ NO_GRAPH_CONTENT = {
     # Keys and checkpoints hold hashes only; a proof carries the proved events as recorded,
     # like the trail.
     "audit keygen", "audit checkpoint", "audit prove",
+    # The operator's erasure: prints positions, stream and node ids and digests (never
+    # content), on the system role like the trail.
+    "erase",
 }  # fmt: skip
 
 
