@@ -69,3 +69,27 @@ async def test_cli_dry_run_erase_and_check_receipt(
     assert checked.returncode == 0 and "receipt checks, unsigned" in checked.stdout
     verify = kg("audit", "verify", env=env, cwd=tmp_path)
     assert verify.returncode == 0 and "1 erased by receipt(s) at position(s) 2" in verify.stdout
+
+
+async def test_lineage_keeps_an_erased_decision_as_a_step_marked_erased(
+    shop: Runtime, scope: Scope
+) -> None:
+    from kg.events import DecisionRecorded
+    from kg.lineage import trace_decision_lineage
+
+    await shop.store.append(
+        scope,
+        "decision:77",
+        [
+            DecisionRecorded(
+                decision_id="77",
+                text="refund Jane Roe's order",
+                informed_by=("component:payments",),
+            )
+        ],
+    )
+    await erase(shop, Selection("node", "decision:77"), reason="GDPR", authority="DPO-9")
+    lineage = await trace_decision_lineage(shop, "77", "upstream")
+    step = lineage.steps["decision:77"]
+    assert step.details["erased"] is True and step.position is not None
+    assert "Jane" not in str(lineage.to_dict())
