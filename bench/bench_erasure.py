@@ -92,7 +92,16 @@ async def plant(rt: Runtime, run: int, events: int) -> str:
     picks = [(run * 3 + k) * (events // 10) % events for k in range(3)]
     await rt.store.append_many(
         SCOPE,
-        [StreamEvent(f"doc:docs/f{i // 100}.md", section(i, f"key {token}")) for i in picks],
+        [
+            StreamEvent(
+                f"doc:docs/f{i // 100}.md",
+                PendingEvent(
+                    section(i, f"key {token}"),
+                    EventMetadata(actor="bench", source=f"docs/f{i // 100}.md@worktree"),
+                ),
+            )
+            for i in picks
+        ],
     )
     await rt.catch_up()
     return token
@@ -137,7 +146,8 @@ async def main(events: int, runs: int) -> None:
                 if selector != "pattern":
                     hit = await system.fetchrow(
                         "SELECT payload->>'node_id' AS node, metadata->>'source' AS source "
-                        "FROM kg_events WHERE tenant_id = $1 ORDER BY position DESC LIMIT 1",
+                        "FROM kg_events WHERE tenant_id = $1 AND event_type = 'NodeAsserted' "
+                        "ORDER BY position DESC LIMIT 1",
                         SCOPE.tenant_id,
                     )
                     value = hit["node"] if selector == "node" else hit["source"].split("@")[0]
