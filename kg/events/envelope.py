@@ -64,9 +64,13 @@ class RecordedEvent:
     def decode(self) -> DomainEvent:
         """The domain event, upcast to the current schema version, its erasable fields put
         back (or marked erased): the one place stored content is re-hydrated."""
-        return decode_event(
-            self.event_type, self.schema_version, hydrate(self.payload, self.content)
-        )
+        return decode_event(self.event_type, self.schema_version, self.domain_payload)
+
+    @cached_property
+    def domain_payload(self) -> dict[str, Any]:
+        """The payload with its erasable fields put back (or ``[erased]``): what an export
+        shows. :attr:`payload` is what the chain hashed."""
+        return hydrate(self.payload, self.content)
 
     @property
     def content_digest(self) -> str | None:
