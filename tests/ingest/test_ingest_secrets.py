@@ -86,3 +86,17 @@ async def test_ingest_refuses_a_file_with_a_secret_and_keeps_the_rest(
 
     allowed = await ingest_paths(runtime, ["docs/leak.md"], allow_secrets=True)
     assert allowed.rejected == [] and allowed.problems == []
+
+
+def test_the_pre_commit_lint_refuses_a_staged_secret(tmp_path: Path) -> None:
+    from kg.ingest.staged import lint_staged
+    from tests.ingest.gitrepo import Repo
+
+    repo = Repo(tmp_path)
+    repo.write("docs/a.md", "# A\n\nclean\n")
+    repo.commit()
+    repo.write("docs/a.md", f"# A\n\nclean\n\n{GITHUB}\n")
+    repo.git("add", "docs/a.md")
+    found = [str(p) for p in lint_staged(tmp_path)]
+    assert len(found) == 1 and found[0].startswith("docs/a.md:5: possible secret (github-token)")
+    assert GITHUB not in found[0]
