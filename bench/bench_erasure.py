@@ -31,7 +31,7 @@ from kg.config import Scope, Settings
 from kg.db.connect import create_pool
 from kg.embeddings import HashingEmbedder
 from kg.erasure import Selection, erase
-from kg.events import EventMetadata, NodeAsserted, PendingEvent
+from kg.events import EventMetadata, EventStore, NodeAsserted, PendingEvent
 from kg.events.store import EVENT_COLUMNS, SELECT_EVENT, StreamEvent
 from kg.runtime import Runtime
 
@@ -191,8 +191,39 @@ async def main(events: int, runs: int) -> None:
         f"({100 * (median(with_c) - median(without)) / median(without):+.0f}%); runs "
         f"{[round(x, 2) for x in without]} / {[round(x, 2) for x in with_c]}"
     )
+    print()
+    print(await append_ab(EventStore(app), runs))
     await app.close()
     await system.close()
+
+
+async def append_ab(store: EventStore, runs: int) -> str:
+    """Append throughput with the content kept beside the log vs. inside the payload (as
+    before migration 0014), alternated run by run, bench_event_store's workload."""
+    from bench_event_store import append_rate
+
+    cases = [
+        ("1 event", 1, 1_000),
+        ("10", 10, 5_000),
+        ("100", 100, 10_000),
+        ("1,000", 1000, 20_000),
+    ]
+    lines = [
+        "| append batch (1 writer) | content in payload, events/s | content beside, events/s "
+        "| change |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for name, size, total in cases:
+        inside: list[float] = []
+        beside: list[float] = []
+        for _ in range(runs):
+            NodeAsserted.erasable_fields = ()
+            inside.append(await append_rate(store, 1, size, total))
+            NodeAsserted.erasable_fields = ("content",)
+            beside.append(await append_rate(store, 1, size, total))
+        a, b = median(inside), median(beside)
+        lines.append(f"| {name} | {a:,.0f} | {b:,.0f} | {100 * (b - a) / a:+.0f}% |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -101,14 +101,15 @@ class Event(SQLModel, table=True):
 
 
 class EventContent(SQLModel, table=True):
-    """An event's erasable fields (migration 0014): ``body`` is ``{"fields", "salt"}``, and the
-    event's payload holds ``sha256(canonical body)``. Deleted whole by ``kg erase``."""
+    """An event's erasable fields (migration 0014): ``body`` is the canonical JSON of
+    ``{"fields", "salt"}``, and the event's payload holds ``sha256(body)``. Deleted whole by
+    ``kg erase``."""
 
     __tablename__ = "kg_event_content"
 
     tenant_id: str = _tenant()
-    digest: str = _col(Text, pk=True)
-    body: dict[str, Any] = _col(JSONB)
+    position: int = _col(BigInteger, pk=True)
+    body: str = _col(Text)
 
 
 class ChainHead(SQLModel, table=True):

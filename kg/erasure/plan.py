@@ -133,9 +133,10 @@ _WHERE = {
     "node": "(payload->>'node_id' = $3 OR (event_type = 'DecisionRecorded' "
     "AND 'decision:' || (payload->>'decision_id') = $3))",
     "source": "(metadata->>'source' = $3 OR left(metadata->>'source', length($3) + 1) = $3 || '@')",
-    "pattern": "(strpos(payload::text, $4) > 0 OR EXISTS (SELECT 1 FROM kg_event_content c, "
-    "jsonb_each_text(c.body->'fields') f WHERE c.tenant_id = kg_events.tenant_id "
-    "AND c.digest = kg_events.payload #>> '{$content,digest}' AND strpos(f.value, $3) > 0))",
+    # $3 is the pattern as JSON writes it: payloads and bodies are JSON text.
+    "pattern": "(strpos(payload::text, $3) > 0 OR EXISTS (SELECT 1 FROM kg_event_content c "
+    "WHERE c.tenant_id = kg_events.tenant_id AND c.position = kg_events.position "
+    "AND strpos(c.body, $3) > 0))",
 }
 
 
@@ -145,7 +146,7 @@ async def _select_events(
     args: list[object] = [scope.tenant_id, scope.project_id, selection.value]
     types = ""
     if selection.selector == "pattern":
-        args.append(_json_escaped(selection.value))
+        args[2] = _json_escaped(selection.value)
     else:
         types = f" AND event_type IN {ERASABLE_TYPES!r}"
     rows = await conn.fetch(
@@ -165,8 +166,8 @@ def classify(plan: ErasurePlan, events: Sequence[RecordedEvent]) -> None:
     pattern = plan.selection.value if plan.selection.selector == "pattern" else None
     for e in events:
         ref = content_ref(e.payload)
-        if ref is not None and e.content is not None:
-            if pattern is None or _holds(e.content.get("fields", {}).values(), pattern):
+        if ref is not None and e.content_body is not None:
+            if pattern is None or _holds(e.content_body.get("fields", {}).values(), pattern):
                 plan.events.append(e)
         elif ref is not None and pattern is None:
             plan.already_erased.append(e.position)

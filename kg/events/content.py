@@ -17,29 +17,37 @@ import hashlib
 import secrets
 from typing import Any
 
+import orjson
+
 from kg.events.hashing import canonical_json
 
 CONTENT_KEY = "$content"
 ERASED = "[erased]"
 
 
-def body_digest(body: dict[str, Any]) -> str:
-    """The digest the payload keeps for ``body``: sha256 of its canonical JSON."""
-    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+def body_digest(body_text: str) -> str:
+    """The digest the payload keeps for a body (its canonical JSON text, as stored)."""
+    return hashlib.sha256(body_text.encode("utf-8")).hexdigest()
 
 
 def split_erasable(
     payload: dict[str, Any], fields: tuple[str, ...]
-) -> tuple[dict[str, Any], dict[str, Any] | None]:
+) -> tuple[dict[str, Any], str | None]:
     """``payload`` without its non-empty erasable ``fields`` (and with the reference to them),
-    and the body to store beside it (None when there is nothing to keep apart)."""
+    and the body text to store beside it (None when there is nothing to keep apart)."""
     kept = {name: payload[name] for name in fields if payload.get(name)}
     if not kept:
         return payload, None
-    body = {"fields": kept, "salt": secrets.token_hex(16)}
+    body = canonical_json({"fields": kept, "salt": secrets.token_hex(16)})
     stored = {k: v for k, v in payload.items() if k not in kept}
     stored[CONTENT_KEY] = {"digest": body_digest(body), "fields": sorted(kept)}
     return stored, body
+
+
+def parse_body(body_text: str) -> dict[str, Any]:
+    body = orjson.loads(body_text)
+    assert isinstance(body, dict)
+    return body
 
 
 def content_ref(payload: dict[str, Any]) -> dict[str, Any] | None:

@@ -30,7 +30,7 @@ from kg.errors import (
     ValidationError,
 )
 from kg.events.base import DomainEvent
-from kg.events.content import CONTENT_KEY, split_erasable
+from kg.events.content import split_erasable
 from kg.events.envelope import AppendResult, EventMetadata, PendingEvent, RecordedEvent
 from kg.events.hashing import (
     GENESIS_HASH,
@@ -55,8 +55,8 @@ EVENT_COLUMNS = (
 # kept beside the log (migration 0014; NULL when there is none or it was erased). Every read of
 # events uses this list with ``FROM kg_events`` (a table or a kept replay's view of it).
 SELECT_EVENT = EVENT_COLUMNS.replace("event_id", "event_id::text") + (
-    ", (SELECT c.body FROM kg_event_content c WHERE c.tenant_id = kg_events.tenant_id "
-    "AND c.digest = kg_events.payload #>> '{$content,digest}')"
+    ", (SELECT c.body FROM kg_event_content c WHERE kg_events.payload ? '$content' "
+    "AND c.tenant_id = kg_events.tenant_id AND c.position = kg_events.position)"
 )
 
 # Both functions are SECURITY DEFINER (migrations 0009, 0013): the application role has no other
@@ -78,8 +78,8 @@ SELECT stream_id, position, stream_version, event_id::text
 """
 
 _INSERT_CONTENT = """
-INSERT INTO kg_event_content (tenant_id, digest, body)
-SELECT $1, d, b::jsonb FROM unnest($2::text[], $3::text[]) AS x(d, b)
+INSERT INTO kg_event_content (tenant_id, position, body)
+SELECT $1, p, b FROM unnest($2::bigint[], $3::text[]) AS x(p, b) WHERE b IS NOT NULL
 """
 
 _INSERT_BATCH = """
@@ -145,17 +145,16 @@ def _check_append_args(
         raise ValidationError("idempotency_key must be 1-200 characters")
 
 
-def _payload_json(event: DomainEvent) -> tuple[str, tuple[str, str] | None]:
-    """The stored payload's canonical JSON, and ``(digest, body JSON)`` of its erasable
+def _payload_json(event: DomainEvent) -> tuple[str, str | None]:
+    """The stored payload's canonical JSON, and the body (canonical JSON) of its erasable
     content when it keeps some apart (:mod:`kg.events.content`)."""
     if not isinstance(event, DomainEvent):
         raise ValidationError(
             f"cannot append {type(event).__name__}: events must be DomainEvent subclasses"
         )
     try:
-        payload, body = split_erasable(event.to_payload(), event.erasable_fields)
+        payload, body_text = split_erasable(event.to_payload(), event.erasable_fields)
         text = canonical_json(payload)
-        body_text = None if body is None else canonical_json(body)
     except UnicodeEncodeError:
         raise ValidationError(
             f"{event.event_type} payload holds an unpaired surrogate, which is not valid "
@@ -168,9 +167,7 @@ def _payload_json(event: DomainEvent) -> tuple[str, tuple[str, str] | None]:
             f"{event.event_type} payload contains a NUL character (\\u0000), which PostgreSQL "
             "cannot store: remove it from the text"
         )
-    if body_text is None:
-        return text, None
-    return text, (payload[CONTENT_KEY]["digest"], body_text)
+    return text, body_text
 
 
 class EventStore:
@@ -246,7 +243,7 @@ class EventStore:
         default_meta = metadata or EventMetadata()
         meta_texts: dict[int, str] = {}  # one serialisation per distinct metadata object
         prepared: list[tuple[str, DomainEvent, str, str]] = []
-        contents: list[tuple[str, str]] = []  # (digest, body) of erasable content
+        contents: list[str | None] = []  # per event: the body of its erasable content
         for item in items:
             event, meta = (
                 (item.event.event, item.event.metadata)
@@ -261,8 +258,7 @@ class EventStore:
                     raise ValidationError(f"event metadata is not valid JSON: {exc}") from None
             payload_text, content = _payload_json(event)
             prepared.append((item.stream_id, event, payload_text, meta_text))
-            if content is not None:
-                contents.append(content)
+            contents.append(content)
         try:
             async with self._pool.acquire() as conn, conn.transaction():
                 results = await _append_locked(
@@ -429,7 +425,7 @@ async def _append_locked(
     expected: dict[str, int],
     prepared: list[tuple[str, DomainEvent, str, str]],
     idempotency_key: str | None,
-    contents: Sequence[tuple[str, str]] = (),
+    contents: Sequence[str | None] = (),
 ) -> list[AppendResult]:
     """The append itself, under the lock of the tenant's head: checks, hash chain, one insert."""
     await set_tenant(conn, scope.tenant_id)
@@ -484,13 +480,8 @@ async def _append_locked(
         positions[stream_id].append(position)
         ids[stream_id].append(event_id)
         prev = digest
-    if contents:
-        await conn.execute(
-            _INSERT_CONTENT,
-            scope.tenant_id,
-            [c[0] for c in contents],
-            [c[1] for c in contents],
-        )
+    if any(c is not None for c in contents):
+        await conn.execute(_INSERT_CONTENT, scope.tenant_id, all_positions, list(contents))
     await conn.fetchrow(
         _INSERT_BATCH,
         all_positions, event_ids, scope.tenant_id, scope.project_id, recorded_at,

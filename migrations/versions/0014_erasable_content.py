@@ -3,17 +3,21 @@
 Why: the chain hashes each event's payload, so a leaked key or a person's data inside a payload
 could only be removed by a superuser edit that ``kg audit verify`` reports as tampering. From
 this revision an event's erasable fields (``DomainEvent.erasable_fields``: a node's content, a
-decision's text and rationale) are stored in ``kg_event_content`` as ``body = {"fields": ...,
-"salt": 32 random hex digits}``; the payload keeps ``"$content": {"digest": sha256(canonical
-body), "fields": [...]}``. The chain, the Merkle tree and the positions cover the digest, a
-salted commitment: it binds the content (verify recomputes it) and, with the salt erased too,
-cannot be used to confirm a guess of what was erased.
+decision's text and rationale) are stored in ``kg_event_content``, keyed by the event's
+position, as the canonical JSON text ``body = {"fields": ..., "salt": 32 random hex digits}``;
+the payload keeps ``"$content": {"digest": sha256(body), "fields": [...]}``. The chain, the
+Merkle tree and the positions cover the digest, a salted commitment: it binds the content
+(verify recomputes it) and, with the salt erased too, cannot be used to confirm a guess of what
+was erased.
 
 * ``kg_app`` may read and insert content rows of its tenant (the append inserts them in the
   append's transaction), never update or delete them.
 * ``kg_erase_content(tenant, position)`` (SECURITY DEFINER) is the only way the application
-  removes content: it deletes exactly the digests listed by the ``ContentErased`` event at
+  removes content: it deletes exactly the positions listed by the ``ContentErased`` event at
   ``position`` of that tenant's log, so no content disappears without a receipt in the chain.
+
+Keyed by position (not digest): appends insert in position order at the right edge of the
+index, and a read joins on the key it already has.
 
 Events appended before this revision keep their content inside the hashed payload: erasure
 cannot remove it from the log (``kg erase`` says so and still clears projections, caches and
@@ -56,7 +60,8 @@ BEGIN
     END IF;
     DELETE FROM kg_event_content c
      WHERE c.tenant_id = p_tenant
-       AND c.digest IN (SELECT x->>'digest' FROM jsonb_array_elements(v_payload->'erased') x);
+       AND c.position IN (SELECT (x->>'position')::bigint
+                            FROM jsonb_array_elements(v_payload->'erased') x);
     GET DIAGNOSTICS v_count = ROW_COUNT;
     RETURN v_count;
 END $$;
@@ -70,10 +75,10 @@ def upgrade() -> None:
     op.execute(
         """
         CREATE TABLE kg_event_content (
-            tenant_id text  NOT NULL,
-            digest    text  NOT NULL,
-            body      jsonb NOT NULL,
-            PRIMARY KEY (tenant_id, digest)
+            tenant_id text   NOT NULL,
+            position  bigint NOT NULL,
+            body      text   NOT NULL,
+            PRIMARY KEY (tenant_id, position)
         );
         ALTER TABLE kg_event_content ENABLE ROW LEVEL SECURITY;
         CREATE POLICY kg_event_content_tenant ON kg_event_content TO kg_app
