@@ -2,7 +2,8 @@
 
 At append, :func:`split_erasable` takes an event's non-empty ``erasable_fields`` out of its
 payload into a *body* ``{"fields": {...}, "salt": ...}`` and leaves in the payload a reference
-``"$content": {"digest": sha256(canonical body), "fields": [names]}``. The hash chain covers the
+``"$content": {"digest": sha256(canonical body), "fields": [names]}``; the body's canonical
+JSON text is stored in ``kg_event_content`` at the event's position. The hash chain covers the
 payload, so it covers the digest: erasing the body (``kg erase``) changes no hash, position or
 Merkle node. The salt (random, erased with the body) makes the digest a hiding commitment: with
 the body gone nobody can test a guess ("was it this phone number?") against it.
