@@ -12,6 +12,7 @@ import asyncpg
 import pytest
 
 from kg.audit.checkpoint import generate_key
+from kg.audit.projections_check import verify_projections
 from kg.audit.snapshot import materialise
 from kg.audit.verify import verify_tenant
 from kg.config import Scope
@@ -132,6 +133,9 @@ async def test_a_token_leaked_into_three_files_is_gone_everywhere_and_the_log_st
     assert [p for p, _ in after.erased] == plan.positions
     assert {r for _, r in after.erased} == {result.position}
     assert f"3 erased by receipt(s) at position(s) {result.position}" in str(after)
+    # The re-derived rows are what a replay of the log derives (invariant 1 holds).
+    checks = await verify_projections(system_pool, runtime.url, HashingEmbedder())
+    assert all(c.ok for c in checks), [str(c) for c in checks]
     # Projections and the replay read as erased; the clean file is untouched.
     for schema in ("public", "before_erase"):
         rows = await system_pool.fetch(
