@@ -77,15 +77,17 @@ async def test_ingest_refuses_a_file_with_a_secret_and_keeps_the_rest(
             "document:docs/clean.md",
             "section:docs/clean.md#clean",
         ]
-        assert (
-            await conn.fetchval(
-                "SELECT count(*) FROM kg_events WHERE payload::text LIKE $1", f"%{AWS_KEY}%"
-            )
-            == 0
+        stored = (
+            "SELECT (SELECT count(*) FROM kg_events WHERE payload::text LIKE $1) "
+            "+ (SELECT count(*) FROM kg_event_content WHERE body LIKE $1)"
         )
+        assert await conn.fetchval(stored, f"%{AWS_KEY}%") == 0
 
     allowed = await ingest_paths(runtime, ["docs/leak.md"], allow_secrets=True)
     assert allowed.rejected == [] and allowed.problems == []
+    async with app_pool.acquire() as conn, conn.transaction():
+        await conn.execute("SELECT set_config('kg.tenant_id', $1, true)", runtime.scope.tenant_id)
+        assert await conn.fetchval(stored, f"%{AWS_KEY}%") == 1, "the check sees it once in"
 
 
 def test_the_pre_commit_lint_refuses_a_staged_secret(tmp_path: Path) -> None:
