@@ -58,13 +58,18 @@ def erase(
     if check is not None:
         receipt = json.loads(check.read_text(encoding="utf-8"))
 
-        async def checking() -> str:
-            async with open_runtime() as rt:
-                return str(await check_receipt(rt.system_pool, receipt, trusted_key=trusted_key))
+        async def checking() -> tuple[bool, str]:
+            from kg.audit.verify import verify_tenant
 
-        verdict = run(checking)
-        console.print(verdict, markup=False)
-        if not verdict.startswith("receipt checks"):
+            async with open_runtime() as rt:
+                verdict = await check_receipt(rt.system_pool, receipt, trusted_key=trusted_key)
+                # "Nothing else": the rest of the chain, every other event's content included.
+                chain = await verify_tenant(rt.system_pool, str(receipt["tenant_id"]))
+            return verdict.ok and chain.ok, f"{verdict}\nlog: {chain}"
+
+        ok, text = run(checking)
+        console.print(text, markup=False)
+        if not ok:
             raise typer.Exit(1)
         return
 

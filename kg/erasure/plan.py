@@ -108,8 +108,8 @@ class ErasurePlan:
             out.append(
                 f"  row {row.schema}.kg_nodes {row.node_id} (+{row.passages} passages): re-derive"
             )
-        if self.cache_hashes:
-            out.append(f"  embedding cache: {len(self.cache_hashes)} entries to drop")
+        for h in self.cache_hashes:
+            out.append(f"  embedding cache entry {h[:16]}: drop (a vector of erased text)")
         for schema in self.replays:
             out.append(f"  kept replay {schema}: its rows re-derived, its log view erased")
         for graph in self.context_graphs:

@@ -67,6 +67,7 @@ async def test_cli_dry_run_erase_and_check_receipt(
 
     checked = kg("erase", "--check", str(receipt_file), env=env, cwd=tmp_path)
     assert checked.returncode == 0 and "receipt checks, unsigned" in checked.stdout
+    assert "log: ok, 2 events" in checked.stdout
     verify = kg("audit", "verify", env=env, cwd=tmp_path)
     assert verify.returncode == 0 and "1 erased by receipt(s) at position(s) 2" in verify.stdout
 
