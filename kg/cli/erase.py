@@ -46,8 +46,10 @@ def erase(
         "full", help="full (default: rewrite touched tables), plain, or none."
     ),
 ) -> None:
-    """Erase content from the log's storage, the projections, the embedding cache and every
-    kept replay, keeping the hash chain verifiable; appends ContentErased and prints a receipt.
+    """Forget content (by node, source file or pattern) with a receipt; the log still verifies.
+
+    Removes it from the log's storage, the projections, the embedding cache and every kept
+    replay, appends ContentErased and prints (or writes) the receipt.
 
     Events written before this kg version keep their content inside the hashed payload: they
     are listed as not erasable (see README, 'Erasure')."""

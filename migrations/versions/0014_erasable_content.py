@@ -97,7 +97,24 @@ def upgrade() -> None:
     op.execute(_erase_function(schema))
 
 
+def _to_base() -> bool:
+    """Whether this downgrade goes all the way to base, which drops the log itself."""
+    from alembic import context
+
+    return context.get_revision_argument() is None  # Alembic spells base as None
+
+
 def downgrade() -> None:
+    if _to_base():
+        op.execute(
+            """
+            DROP FUNCTION kg_erase_content(text, bigint);
+            DROP TABLE kg_event_content;
+            DROP FUNCTION kg_event_content_immutable();
+            """
+        )
+        return
+    # Below 0014 kg cannot read an event whose content is kept apart: refuse rather than lose it.
     op.execute(
         """
         DO $$
