@@ -89,7 +89,7 @@ async def load(rt: Runtime, events: int) -> float:
 async def plant(rt: Runtime, run: int, events: int) -> str:
     """Re-assert three sections of three files with a token in their content."""
     token = f"sk_live_bench{run:04d}Xq7Zr2Wm9Lp4"
-    picks = [(run * 3 + k) * (events // 10) % events for k in range(3)]
+    picks = [(run * 3 + k) * (events // 10 + 1) % events for k in range(3)]
     await rt.store.append_many(
         SCOPE,
         [
@@ -138,10 +138,12 @@ async def main(events: int, runs: int) -> None:
     )
     print("sizes: " + ", ".join(f"{r['relname']} {r['size']}" for r in sizes))
     results: dict[str, list[dict[str, float]]] = {}
-    for run in range(runs):
+    planted = 0  # every plant gets a token of its own
+    for _run in range(runs):
         for vacuum in ("full", "plain"):
             for selector in ("pattern", "node", "source"):
-                token = await plant(rt, run * 10 + len(results), events)
+                planted += 1
+                token = await plant(rt, planted, events)
                 value = token
                 if selector != "pattern":
                     hit = await system.fetchrow(
