@@ -77,14 +77,17 @@ SELECT stream_id, position, stream_version, event_id::text
  ORDER BY position
 """
 
-_INSERT_CONTENT = """
-INSERT INTO kg_event_content (tenant_id, position, body)
-SELECT $1, p, b FROM unnest($2::bigint[], $3::text[]) AS x(p, b) WHERE b IS NOT NULL
-"""
-
 _INSERT_BATCH = """
 SELECT kg_append_events($3, $4, $5, $14, $1::bigint[], $2::uuid[], $6::text[], $7::int[],
                         $8::text[], $9::int[], $10::text[], $11::text[], $12::text[], $13::text[])
+"""
+
+# A batch with erasable content: the same append, and the bodies inserted by the function
+# beside their events (migration 0014; the application role cannot insert content otherwise).
+_INSERT_BATCH_WITH_CONTENT = """
+SELECT kg_append_events($3, $4, $5, $14, $1::bigint[], $2::uuid[], $6::text[], $7::int[],
+                        $8::text[], $9::int[], $10::text[], $11::text[], $12::text[], $13::text[],
+                        $15::text[])
 """
 
 
@@ -480,14 +483,14 @@ async def _append_locked(
         positions[stream_id].append(position)
         ids[stream_id].append(event_id)
         prev = digest
-    if any(c is not None for c in contents):
-        await conn.execute(_INSERT_CONTENT, scope.tenant_id, all_positions, list(contents))
+    with_content = any(c is not None for c in contents)
     await conn.fetchrow(
-        _INSERT_BATCH,
+        _INSERT_BATCH_WITH_CONTENT if with_content else _INSERT_BATCH,
         all_positions, event_ids, scope.tenant_id, scope.project_id, recorded_at,
         [p[0] for p in prepared], stream_versions, [p[1].event_type for p in prepared],
         [p[1].schema_version for p in prepared], [p[2] for p in prepared],
         [p[3] for p in prepared], prev_hashes, hashes, idempotency_key,
+        *([list(contents)] if with_content else []),
     )  # fmt: skip
     return [
         AppendResult(

@@ -10,8 +10,11 @@ Merkle tree and the positions cover the digest, a salted commitment: it binds th
 (verify recomputes it) and, with the salt erased too, cannot be used to confirm a guess of what
 was erased.
 
-* ``kg_app`` may read and insert content rows of its tenant (the append inserts them in the
-  append's transaction), never update or delete them.
+* ``kg_app`` may read content rows of its tenant, never write them: an append with content
+  calls ``kg_append_events`` with one more argument (the bodies, one per event or NULL), which
+  appends through the 0013 function (its tenant, position and hash-link checks) and inserts
+  each body at its event's position. Content cannot be inserted without its event, so no
+  stray row can block a later append or pose as restored content.
 * ``kg_erase_content(tenant, position)`` (SECURITY DEFINER) is the only way the application
   removes content: it deletes exactly the positions listed by the ``ContentErased`` event at
   ``position`` of that tenant's log, so no content disappears without a receipt in the chain.
@@ -38,7 +41,13 @@ branch_labels = None
 depends_on = None
 
 
-def _erase_function(schema: str) -> str:
+_WITH_CONTENT = (
+    "kg_append_events(text, text, timestamptz, text, bigint[], uuid[], text[], int[], text[], "
+    "int[], text[], text[], text[], text[], text[])"
+)
+
+
+def _functions(schema: str) -> str:
     path = f'"{schema}", pg_temp'
     return f"""
 CREATE FUNCTION kg_erase_content(p_tenant text, p_position bigint) RETURNS bigint
@@ -67,6 +76,31 @@ BEGIN
 END $$;
 REVOKE ALL ON FUNCTION kg_erase_content(text, bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION kg_erase_content(text, bigint) TO kg_app;
+
+CREATE FUNCTION kg_append_events(
+    p_tenant text, p_project text, p_recorded_at timestamptz, p_idempotency_key text,
+    p_positions bigint[], p_event_ids uuid[], p_stream_ids text[], p_versions int[],
+    p_types text[], p_schema_versions int[], p_payloads text[], p_metadata text[],
+    p_prev_hashes text[], p_hashes text[], p_contents text[]
+) RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = {path} AS $$
+DECLARE
+    v_head bigint;
+BEGIN
+    IF cardinality(p_contents) IS DISTINCT FROM cardinality(p_positions) THEN
+        RAISE EXCEPTION 'append has % content entries for % events',
+            cardinality(p_contents), cardinality(p_positions)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    v_head := kg_append_events(p_tenant, p_project, p_recorded_at, p_idempotency_key,
+        p_positions, p_event_ids, p_stream_ids, p_versions, p_types, p_schema_versions,
+        p_payloads, p_metadata, p_prev_hashes, p_hashes);
+    INSERT INTO kg_event_content (tenant_id, position, body)
+    SELECT p_tenant, p, b FROM unnest(p_positions, p_contents) AS x(p, b) WHERE b IS NOT NULL;
+    RETURN v_head;
+END $$;
+REVOKE ALL ON FUNCTION {_WITH_CONTENT} FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION {_WITH_CONTENT} TO kg_app;
 """
 
 
@@ -84,7 +118,7 @@ def upgrade() -> None:
         CREATE POLICY kg_event_content_tenant ON kg_event_content TO kg_app
             USING (tenant_id = current_setting('kg.tenant_id', true))
             WITH CHECK (tenant_id = current_setting('kg.tenant_id', true));
-        GRANT SELECT, INSERT ON kg_event_content TO kg_app;
+        GRANT SELECT ON kg_event_content TO kg_app;
         CREATE FUNCTION kg_event_content_immutable() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
             RAISE EXCEPTION 'kg_event_content is never updated: content is erased whole, '
@@ -94,7 +128,7 @@ def upgrade() -> None:
             FOR EACH ROW EXECUTE FUNCTION kg_event_content_immutable();
         """
     )
-    op.execute(_erase_function(schema))
+    op.execute(_functions(schema))
 
 
 def _to_base() -> bool:
@@ -107,7 +141,8 @@ def _to_base() -> bool:
 def downgrade() -> None:
     if _to_base():
         op.execute(
-            """
+            f"""
+            DROP FUNCTION {_WITH_CONTENT};
             DROP FUNCTION kg_erase_content(text, bigint);
             DROP TABLE kg_event_content;
             DROP FUNCTION kg_event_content_immutable();
@@ -130,3 +165,4 @@ def downgrade() -> None:
         DROP FUNCTION kg_event_content_immutable();
         """
     )
+    op.execute(f"DROP FUNCTION {_WITH_CONTENT}")

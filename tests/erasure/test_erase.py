@@ -186,7 +186,7 @@ async def test_edited_content_breaks_verification(
     assert report.broken_position == 1 and "content was edited" in str(report)
 
 
-async def test_the_app_role_cannot_delete_content_without_a_receipt(
+async def test_the_app_role_cannot_write_content_except_through_append_and_erase(
     runtime: Runtime, scope: Scope
 ) -> None:
     await runtime.store.append(
@@ -198,6 +198,10 @@ async def test_the_app_role_cannot_delete_content_without_a_receipt(
         await conn.execute("SELECT set_config('kg.tenant_id', $1, true)", scope.tenant_id)
         with pytest.raises(asyncpg.InsufficientPrivilegeError):
             await conn.execute("DELETE FROM kg_event_content")
+    async with runtime.app_pool.acquire() as conn, conn.transaction():
+        await conn.execute("SELECT set_config('kg.tenant_id', $1, true)", scope.tenant_id)
+        with pytest.raises(asyncpg.InsufficientPrivilegeError):  # only with its event
+            await conn.execute("INSERT INTO kg_event_content VALUES ($1, 2, '{}')", scope.tenant_id)
     async with runtime.app_pool.acquire() as conn, conn.transaction():
         await conn.execute("SELECT set_config('kg.tenant_id', $1, true)", scope.tenant_id)
         with pytest.raises(asyncpg.NoDataFoundError, match="no ContentErased event at position 1"):
