@@ -81,3 +81,7 @@ class IntegrityError(KgError):
 class EvidenceError(KgError):
     """A checkpoint, proof or key file is unreadable, forged, or belongs to another log or
     tenant. The message says which file and what is wrong with it."""
+
+
+class ErasureError(KgError):
+    """An erasure cannot be done as asked (nothing selected, a receipt that does not check)."""

@@ -114,6 +114,7 @@ class _Tracer:
                         "informed_by": list(d.informed_by) if d else [],
                         "supersedes": list(d.supersedes) if d else [],
                         "source": e.meta.source if e else None,
+                        "erased": bool(e and e.erased),
                     },
                 )
             )
@@ -194,7 +195,12 @@ class _Tracer:
                     last,
                     _iso(e.recorded_at) if e else None,
                     e.meta.actor if e else None,
-                    {"node_type": node.row.node_type, "source": source},
+                    # The step stays (position, time, actor); its content may be erased.
+                    {
+                        "node_type": node.row.node_type,
+                        "source": source,
+                        "erased": bool(e and e.erased),
+                    },
                 )
             )
             if with_sources and source:

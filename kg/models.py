@@ -100,6 +100,18 @@ class Event(SQLModel, table=True):
     hash: str = _col(Text)
 
 
+class EventContent(SQLModel, table=True):
+    """An event's erasable fields (migration 0014): ``body`` is the canonical JSON of
+    ``{"fields", "salt"}``, and the event's payload holds ``sha256(body)``. Deleted whole by
+    ``kg erase``."""
+
+    __tablename__ = "kg_event_content"
+
+    tenant_id: str = _tenant()
+    position: int = _col(BigInteger, pk=True)
+    body: str = _col(Text)
+
+
 class ChainHead(SQLModel, table=True):
     """A tenant's head: the position and hash of its last event (the per-tenant counter)."""
 
@@ -342,6 +354,7 @@ __all__ = [
     "EmbeddingCacheEntry",
     "EmbeddingIndex",
     "Event",
+    "EventContent",
     "MerkleFrontier",
     "MerkleLog",
     "MerkleNode",

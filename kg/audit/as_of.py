@@ -34,7 +34,7 @@ from kg.audit.replay import REPLAYED_TABLES, check_schema_name
 from kg.config import Scope
 from kg.errors import ConfigurationError, KgError
 from kg.events import AppendResult, EventMetadata, EventStore
-from kg.events.store import StreamEvent
+from kg.events.store import AfterAppend, StreamEvent
 from kg.projections.base import Projection, ProjectionContext
 from kg.projections.runner import ProjectionRunner
 
@@ -206,6 +206,7 @@ class ReadOnlyEventStore(EventStore):
         expected_versions: Mapping[str, int] | None = None,
         idempotency_key: str | None = None,
         metadata: EventMetadata | None = None,
+        then: AfterAppend | None = None,
     ) -> list[AppendResult]:
         """Every append (single-stream ``append`` included) goes through here: refuse it."""
         raise self.as_of.read_only()

@@ -192,8 +192,8 @@ async def build_report(rt: Runtime, decision: str, checkpoints: list[Checkpoint]
     data = ReportData(
         decision={
             "id": node_id,
-            "text": recorded.payload.get("text", step.label),
-            "rationale": recorded.payload.get("rationale"),
+            "text": recorded.domain_payload.get("text", step.label),
+            "rationale": recorded.domain_payload.get("rationale"),
             "actor": recorded.metadata.get("actor"),
             "recorded_at": recorded.recorded_at.isoformat(),
             "position": recorded.position,

@@ -162,7 +162,7 @@ def entry(e: RecordedEvent) -> TrailEntry:
         e.stream_id,
         e.event_id,
         e.hash,
-        e.payload,
+        e.domain_payload,  # erasable fields put back, or "[erased]"
         meta,
     )
 

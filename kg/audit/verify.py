@@ -12,7 +12,9 @@ from kg.audit.legacy import canonical_of, hashed_with_signed_zeros
 from kg.audit.merkle import CompactRange, Node, leaf_hash
 from kg.db.tenancy import tenant_transaction
 from kg.errors import IntegrityError
+from kg.events.content import body_digest
 from kg.events.envelope import RecordedEvent
+from kg.events.erasure import ContentErased
 from kg.events.hashing import GENESIS_HASH, chain_hash
 from kg.events.store import SELECT_EVENT, record_from_row
 
@@ -25,6 +27,8 @@ class VerifyReport:
     problem: str | None = None
     signed_zero_events: int = 0
     tree_root: str | None = None  # the Merkle root recomputed from the events, hex
+    #: (position, position of the ContentErased receipt) of each event whose content was erased
+    erased: tuple[tuple[int, int], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -38,6 +42,12 @@ class VerifyReport:
                 if self.signed_zero_events
                 else ""
             )
+            if self.erased:
+                receipts = sorted({r for _, r in self.erased})
+                note += (
+                    f"; {len(self.erased)} erased by receipt(s) at position(s) "
+                    f"{', '.join(map(str, receipts))} (kg erase), not tampered"
+                )
             return f"ok, {self.events} events (tenant {self.tenant_id}){note}"
         where = f"at position {self.broken_position}" if self.broken_position else "at the end"
         return f"BROKEN {where} (tenant {self.tenant_id}): {self.problem}"
@@ -58,6 +68,8 @@ async def verify_tenant(pool: asyncpg.Pool, tenant_id: str, *, batch: int = 5000
     frontier is today's, so it is left out).
     """
     count, prev, signed_zero = 0, GENESIS_HASH, 0
+    missing: dict[str, int] = {}  # digest of erased content -> position of its event
+    receipts: dict[str, int] = {}  # digest -> position of the ContentErased listing it
     compact = CompactRange()
     computed: dict[Node, bytes] = {}
     positions = array("q")
@@ -92,10 +104,22 @@ async def verify_tenant(pool: asyncpg.Pool, tenant_id: str, *, batch: int = 5000
                         "was written",
                     )
                 signed_zero += 1
+            content_problem = _content_problem(event, missing, receipts)
+            if content_problem is not None:
+                return VerifyReport(tenant_id, count, event.position, content_problem)
             if head is not None and event.position == head["position"]:
                 hash_at_head = event.hash
             prev, last_position, count = event.hash, event.position, count + 1
             _grow(compact, computed, positions, event)
+        unreceipted = sorted(p for d, p in missing.items() if d not in receipts)
+        if unreceipted:
+            return VerifyReport(
+                tenant_id,
+                count,
+                unreceipted[0],
+                "its erasable content was removed without a ContentErased receipt in the log "
+                "(deleted outside kg erase)",
+            )
         recorded = None if head is None else (int(head["position"]), str(head["hash"]))
         problem = head_problem(recorded, (last_position, prev), count, hash_at_head)
         if problem is not None:
@@ -104,8 +128,34 @@ async def verify_tenant(pool: asyncpg.Pool, tenant_id: str, *, batch: int = 5000
         if tree_problem is not None:
             return VerifyReport(tenant_id, count, tree_problem[0], tree_problem[1])
     return VerifyReport(
-        tenant_id, count, signed_zero_events=signed_zero, tree_root=compact.root().hex()
+        tenant_id,
+        count,
+        signed_zero_events=signed_zero,
+        tree_root=compact.root().hex(),
+        erased=tuple(sorted((p, receipts[d]) for d, p in missing.items())),
     )
+
+
+def _content_problem(
+    event: RecordedEvent, missing: dict[str, int], receipts: dict[str, int]
+) -> str | None:
+    """Check the erasable content kept beside the log against the digest the chain covers;
+    note erased content and the receipts that erased it."""
+    if event.event_type == "ContentErased":
+        for entry in event.event_as(ContentErased).erased:
+            receipts[entry.digest] = event.position
+    digest = event.content_digest
+    if digest is None:
+        return None
+    if event.content is None:
+        missing[digest] = event.position
+        return None
+    if body_digest(event.content) != digest:
+        return (
+            "its erasable content (kg_event_content) does not match the digest its hash covers: "
+            "the content was edited after it was written"
+        )
+    return None
 
 
 def _grow(

@@ -104,6 +104,11 @@ COMMANDS: dict[str, Lazy] = {
         "changed.",
     ),
     "sync": Lazy("kg.cli.ingest", "sync", "Bring the graph up to the current git commit."),
+    "erase": Lazy(
+        "kg.cli.erase",
+        "erase",
+        "Forget content (by node, source file or pattern) with a receipt; the log still verifies.",
+    ),
     "lint": Lazy(
         "kg.cli.ingest", "lint", "Check the Markdown specs' integrity; exit code 1 on any error."
     ),

@@ -55,13 +55,21 @@ def ingest(
         min=1,
         help="Skip (with a warning) files larger than this.",
     ),
+    allow_secrets: bool = typer.Option(
+        False,
+        "--allow-secrets",
+        help="Ingest files that hold what looks like a secret instead of refusing them "
+        "(narrower: '# kg:allow-secret' on the line, or .kg-secrets-allow).",
+    ),
 ) -> None:
     """Parse Markdown specs and source code into the graph, appending events only for what
     changed.
 
     The project's policy files (.kg/policies/*.yaml) are applied first, changes only.
     Folders are scanned without what git ignores and what the project's .kgignore lists.
-    Files too large, binary or not UTF-8 are skipped with a warning (exit code 0).
+    Files too large, binary or not UTF-8 are skipped with a warning (exit code 0). A file
+    holding a possible secret (private key, cloud or API token, high-entropy value assigned
+    to a secret-looking name) is refused: file:line and the rule, never the secret.
     """
     from kg.cli.progress import shown
     from kg.events import EventMetadata
@@ -82,6 +90,7 @@ def ingest(
                     acting=cli_actor(),
                     max_bytes=max_file_bytes,
                     progress=progress,
+                    allow_secrets=allow_secrets,
                 )
                 report.problems += policies.problems
                 return policies, report

@@ -9,6 +9,7 @@ from kg.audit.replay import create_replay_schema, drop_replay_schema, replay, sc
 from kg.context.builder import BUILDER_VERSION
 from kg.context.request import ContextRequest
 from kg.context.service import build_in_snapshot
+from kg.db.tenancy import set_tenant
 from kg.errors import EmbeddingError, NotFoundError
 from kg.events.context import ContextGraphBuilt
 from kg.events.envelope import RecordedEvent
@@ -24,6 +25,8 @@ class Reproduction:
     missing_nodes: tuple[str, ...]
     extra_nodes: tuple[str, ...]
     builder_version: int = BUILDER_VERSION
+    #: (position, receipt position) of erased events the graph's nodes were derived from
+    erased: tuple[tuple[int, int], ...] = ()
 
     @property
     def matches(self) -> bool:
@@ -43,6 +46,13 @@ class Reproduction:
         )
         if self.missing_nodes or self.extra_nodes:
             text += f" (missing {list(self.missing_nodes)}, extra {list(self.extra_nodes)})"
+        if self.erased:
+            text += (
+                "; it can no longer be re-derived in full: the content of the event(s) at "
+                f"position(s) {', '.join(str(p) for p, _ in self.erased)} that its nodes came "
+                "from was erased (kg erase; receipt(s) at position(s) "
+                f"{', '.join(sorted({str(r) for _, r in self.erased}))})"
+            )
         return text
 
 
@@ -80,6 +90,7 @@ async def reproduce_context_graph(rt: Runtime, context_graph_id: str) -> Reprodu
     finally:
         await drop_replay_schema(rt.system_pool, schema)
     recorded, reproduced = set(built.node_ids), {n.node_id for n in graph.nodes}
+    erased = await erased_sources(rt, as_of, sorted(recorded))
     return Reproduction(
         context_graph_id,
         as_of,
@@ -88,4 +99,28 @@ async def reproduce_context_graph(rt: Runtime, context_graph_id: str) -> Reprodu
         tuple(sorted(recorded - reproduced)),
         tuple(sorted(reproduced - recorded)),
         built.builder_version,
+        erased,
     )
+
+
+_ERASED_SOURCES = """
+SELECT e.position, r.position AS receipt FROM kg_events e
+  JOIN kg_events r ON r.tenant_id = e.tenant_id AND r.event_type = 'ContentErased'
+   AND r.payload->'erased' @> jsonb_build_array(jsonb_build_object('position', e.position))
+ WHERE e.tenant_id = $1 AND e.project_id = $2 AND e.position <= $3 AND e.payload ? '$content'
+   AND (e.payload->>'node_id' = ANY($4) OR 'decision:' || (e.payload->>'decision_id') = ANY($4))
+ ORDER BY e.position
+"""
+
+
+async def erased_sources(
+    rt: Runtime, as_of: int, node_ids: list[str]
+) -> tuple[tuple[int, int], ...]:
+    """Erased events (with their receipts) up to ``as_of`` that ``node_ids`` were derived from:
+    a graph built from them cannot be re-derived to the same content any more."""
+    async with rt.app_pool.acquire() as conn, conn.transaction():
+        await set_tenant(conn, rt.scope.tenant_id)
+        rows = await conn.fetch(
+            _ERASED_SOURCES, rt.scope.tenant_id, rt.scope.project_id, as_of, node_ids
+        )
+    return tuple((int(r["position"]), int(r["receipt"])) for r in rows)

@@ -5,6 +5,7 @@ from kg.events.context import ContextGraphBuilt, ContextGraphUsed
 from kg.events.decision import DecisionRecorded
 from kg.events.directives import DirectivesServed
 from kg.events.envelope import AppendResult, EventMetadata, PendingEvent, RecordedEvent
+from kg.events.erasure import ContentErased
 from kg.events.knowledge import EdgeAsserted, EdgeRetracted, NodeAsserted, NodeRetired
 from kg.events.policy import ActionRefused, PolicyChanged, PolicyDefined, PolicyRetired
 from kg.events.store import EventStore
@@ -12,6 +13,7 @@ from kg.events.store import EventStore
 __all__ = [
     "ActionRefused",
     "AppendResult",
+    "ContentErased",
     "ContextGraphBuilt",
     "ContextGraphUsed",
     "DecisionRecorded",

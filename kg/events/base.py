@@ -32,6 +32,9 @@ class DomainEvent(BaseModel):
 
     event_type: ClassVar[str]
     schema_version: ClassVar[int] = 1
+    #: free-text fields stored beside the log so ``kg erase`` can remove them without breaking
+    #: the hash chain (:mod:`kg.events.content`); string fields only
+    erasable_fields: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

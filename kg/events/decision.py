@@ -13,6 +13,7 @@ class DecisionRecorded(DomainEvent):
     (or the ones the agent reported using), so lineage needs no guesswork later."""
 
     event_type = "DecisionRecorded"
+    erasable_fields = ("text", "rationale")
 
     decision_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$")
     text: str = Field(min_length=1, max_length=20_000)

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from kg.events.base import DomainEvent, decode_event
+from kg.events.content import content_ref, hydrate, parse_body
 
 E = TypeVar("E", bound=DomainEvent)
 
@@ -56,10 +57,37 @@ class RecordedEvent:
     idempotency_key: str | None
     prev_hash: str
     hash: str
+    #: the erasable fields kept beside the log: the canonical JSON text of ``{"fields",
+    #: "salt"}`` (migration 0014), None when the payload keeps none apart or when they were
+    #: erased (see :attr:`erased`)
+    content: str | None = None
 
     def decode(self) -> DomainEvent:
-        """The domain event, upcast to the current schema version."""
-        return decode_event(self.event_type, self.schema_version, self.payload)
+        """The domain event, upcast to the current schema version, its erasable fields put
+        back (or marked erased): the one place stored content is re-hydrated."""
+        return decode_event(self.event_type, self.schema_version, self.domain_payload)
+
+    @cached_property
+    def domain_payload(self) -> dict[str, Any]:
+        """The payload with its erasable fields put back (or ``[erased]``): what an export
+        shows. :attr:`payload` is what the chain hashed."""
+        return hydrate(self.payload, self.content_body)
+
+    @cached_property
+    def content_body(self) -> dict[str, Any] | None:
+        """:attr:`content` parsed: ``{"fields": {...}, "salt": ...}``."""
+        return None if self.content is None else parse_body(self.content)
+
+    @property
+    def content_digest(self) -> str | None:
+        """The digest of the erasable content the hash chain covers, or None."""
+        ref = content_ref(self.payload)
+        return None if ref is None else str(ref.get("digest"))
+
+    @property
+    def erased(self) -> bool:
+        """True when this event's erasable content was erased (``kg erase``)."""
+        return self.content is None and content_ref(self.payload) is not None
 
     @cached_property
     def event(self) -> DomainEvent:

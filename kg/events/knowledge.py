@@ -103,6 +103,7 @@ class NodeAsserted(DomainEvent):
     """A node exists with exactly this state (created, or changed: the full new state)."""
 
     event_type = "NodeAsserted"
+    erasable_fields = ("content",)
 
     node_id: NodeId
     node_type: NodeType

@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import re
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -30,6 +30,7 @@ from kg.errors import (
     ValidationError,
 )
 from kg.events.base import DomainEvent
+from kg.events.content import split_erasable
 from kg.events.envelope import AppendResult, EventMetadata, PendingEvent, RecordedEvent
 from kg.events.hashing import (
     GENESIS_HASH,
@@ -50,8 +51,13 @@ EVENT_COLUMNS = (
     "schema_version, payload, metadata, recorded_at, idempotency_key, prev_hash, hash"
 )
 
-# The columns of RecordedEvent, in its field order.
-SELECT_EVENT = EVENT_COLUMNS.replace("event_id", "event_id::text")
+# The columns of RecordedEvent, in its field order: the last is the event's erasable content,
+# kept beside the log (migration 0014; NULL when there is none or it was erased). Every read of
+# events uses this list with ``FROM kg_events`` (a table or a kept replay's view of it).
+SELECT_EVENT = EVENT_COLUMNS.replace("event_id", "event_id::text") + (
+    ", (SELECT c.body FROM kg_event_content c WHERE kg_events.payload ? '$content' "
+    "AND c.tenant_id = kg_events.tenant_id AND c.position = kg_events.position)"
+)
 
 # Both functions are SECURITY DEFINER (migrations 0009, 0013): the application role has no other
 # way to append or move a head. The lock function locks the tenant's head row (position and
@@ -76,6 +82,14 @@ SELECT kg_append_events($3, $4, $5, $14, $1::bigint[], $2::uuid[], $6::text[], $
                         $8::text[], $9::int[], $10::text[], $11::text[], $12::text[], $13::text[])
 """
 
+# A batch with erasable content: the same append, and the bodies inserted by the function
+# beside their events (migration 0014; the application role cannot insert content otherwise).
+_INSERT_BATCH_WITH_CONTENT = """
+SELECT kg_append_events($3, $4, $5, $14, $1::bigint[], $2::uuid[], $6::text[], $7::int[],
+                        $8::text[], $9::int[], $10::text[], $11::text[], $12::text[], $13::text[],
+                        $15::text[])
+"""
+
 
 # The newest committed position of one tenant's log: the one place that spells it. ``{tenant}``
 # is the SQL expression of the tenant id (a parameter such as ``$1``, or a column).
@@ -91,6 +105,10 @@ async def log_head(conn: asyncpg.Connection | asyncpg.Pool, tenant_id: str) -> i
     """The newest committed position of ``tenant_id``'s log (system pool, or a connection in a
     transaction scoped to that tenant)."""
     return int(await conn.fetchval(f"SELECT {log_head_sql('$1')}", tenant_id) or 0)
+
+
+# A step run inside an append's transaction, after its insert (see EventStore.append_many).
+AfterAppend = Callable[[asyncpg.Connection, list[AppendResult]], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -130,13 +148,16 @@ def _check_append_args(
         raise ValidationError("idempotency_key must be 1-200 characters")
 
 
-def _payload_json(event: DomainEvent) -> str:
+def _payload_json(event: DomainEvent) -> tuple[str, str | None]:
+    """The stored payload's canonical JSON, and the body (canonical JSON) of its erasable
+    content when it keeps some apart (:mod:`kg.events.content`)."""
     if not isinstance(event, DomainEvent):
         raise ValidationError(
             f"cannot append {type(event).__name__}: events must be DomainEvent subclasses"
         )
     try:
-        text = canonical_json(event.to_payload())
+        payload, body_text = split_erasable(event.to_payload(), event.erasable_fields)
+        text = canonical_json(payload)
     except UnicodeEncodeError:
         raise ValidationError(
             f"{event.event_type} payload holds an unpaired surrogate, which is not valid "
@@ -144,12 +165,12 @@ def _payload_json(event: DomainEvent) -> str:
         ) from None
     except ValueError as exc:
         raise ValidationError(f"{event.event_type} payload is not valid JSON: {exc}") from None
-    if _JSON_NUL.search(text):
+    if _JSON_NUL.search(text) or (body_text is not None and _JSON_NUL.search(body_text)):
         raise ValidationError(
             f"{event.event_type} payload contains a NUL character (\\u0000), which PostgreSQL "
             "cannot store: remove it from the text"
         )
-    return text
+    return text, body_text
 
 
 class EventStore:
@@ -197,6 +218,7 @@ class EventStore:
         expected_versions: Mapping[str, int] | None = None,
         idempotency_key: str | None = None,
         metadata: EventMetadata | None = None,
+        then: AfterAppend | None = None,
     ) -> list[AppendResult]:
         """Append ``items`` (events of one or many streams) atomically, in the given order.
 
@@ -206,6 +228,8 @@ class EventStore:
         exactly those the same appends made one by one would produce. ``expected_versions``
         maps stream ids to the version each must be at. Returns one result per stream, in
         order of first appearance (a stream's positions increase but need not be contiguous).
+        ``then`` runs in the append's transaction, after the insert (an erasure removes the
+        content its ``ContentErased`` event lists in the same commit).
         """
         if len(items) > MAX_BATCH:
             raise ValidationError(
@@ -222,6 +246,7 @@ class EventStore:
         default_meta = metadata or EventMetadata()
         meta_texts: dict[int, str] = {}  # one serialisation per distinct metadata object
         prepared: list[tuple[str, DomainEvent, str, str]] = []
+        contents: list[str | None] = []  # per event: the body of its erasable content
         for item in items:
             event, meta = (
                 (item.event.event, item.event.metadata)
@@ -234,12 +259,17 @@ class EventStore:
                     meta_text = meta_texts[id(meta)] = canonical_json(meta.to_json())
                 except ValueError as exc:
                     raise ValidationError(f"event metadata is not valid JSON: {exc}") from None
-            prepared.append((item.stream_id, event, _payload_json(event), meta_text))
+            payload_text, content = _payload_json(event)
+            prepared.append((item.stream_id, event, payload_text, meta_text))
+            contents.append(content)
         try:
             async with self._pool.acquire() as conn, conn.transaction():
-                return await _append_locked(
-                    conn, scope, list(counts), expected, prepared, idempotency_key
+                results = await _append_locked(
+                    conn, scope, list(counts), expected, prepared, idempotency_key, contents
                 )
+                if then is not None and not any(r.duplicate for r in results):
+                    await then(conn, results)
+                return results
         except (asyncpg.UndefinedTableError, asyncpg.UndefinedFunctionError) as exc:
             raise SchemaNotReadyError(
                 f"the event store is missing or out of date ({exc}): run `kg init` or "
@@ -398,6 +428,7 @@ async def _append_locked(
     expected: dict[str, int],
     prepared: list[tuple[str, DomainEvent, str, str]],
     idempotency_key: str | None,
+    contents: Sequence[str | None] = (),
 ) -> list[AppendResult]:
     """The append itself, under the lock of the tenant's head: checks, hash chain, one insert."""
     await set_tenant(conn, scope.tenant_id)
@@ -452,12 +483,14 @@ async def _append_locked(
         positions[stream_id].append(position)
         ids[stream_id].append(event_id)
         prev = digest
+    with_content = any(c is not None for c in contents)
     await conn.fetchrow(
-        _INSERT_BATCH,
+        _INSERT_BATCH_WITH_CONTENT if with_content else _INSERT_BATCH,
         all_positions, event_ids, scope.tenant_id, scope.project_id, recorded_at,
         [p[0] for p in prepared], stream_versions, [p[1].event_type for p in prepared],
         [p[1].schema_version for p in prepared], [p[2] for p in prepared],
         [p[3] for p in prepared], prev_hashes, hashes, idempotency_key,
+        *([list(contents)] if with_content else []),
     )  # fmt: skip
     return [
         AppendResult(

@@ -53,6 +53,7 @@ from kg.ingest.project import discover_markdown, parse_texts, parsing_pool
 from kg.ingest.provenance import Provenance
 from kg.ingest.report import IngestReport
 from kg.ingest.schema_map import SchemaMap
+from kg.ingest.secrets import Allowlist, scan_texts
 from kg.ingest.targets import Targets
 from kg.ingest.tenure import Tenure
 from kg.progress import EVENTS_APPENDED, FILES_PARSED, FILES_READ, NO_PROGRESS, Progress
@@ -81,6 +82,9 @@ class Options:
     max_bytes: int = DEFAULT_MAX_BYTES
     progress: Progress = NO_PROGRESS
     notify: Notify | None = None
+    # Ingest files that hold what looks like a secret (kg.ingest.secrets) instead of refusing
+    # them; the allowlist file and the inline mark are the narrower way.
+    allow_secrets: bool = False
 
 
 def _text_hash(text: str) -> str:
@@ -183,6 +187,8 @@ class Pipeline:
         self.report.problems += problems
         self.report.failed += [p.path for p in problems if p.severity == "error"]
         self.report.unreadable += [p.path for p in problems if p.severity == "warning"]
+        if not self.options.allow_secrets:
+            await asyncio.to_thread(self._refuse_secrets, texts)
         await self.rt.catch_up()  # compare against a projection that has the whole log
         self._embedded_before = self.rt.runner.ctx.embedded
         changed, removed = await self._select(texts)
@@ -205,6 +211,17 @@ class Pipeline:
         finally:
             self.tenure.release()
         return self.report
+
+    def _refuse_secrets(self, texts: dict[str, str]) -> None:
+        """Drop files holding a possible secret from this run (they keep their earlier nodes),
+        reported as ``file:line`` and the rule, never the secret."""
+        findings = scan_texts(texts, Allowlist.load(self.root))
+        for finding in findings:
+            self.report.problems.append(finding.problem())
+        refused = sorted({f.path for f in findings})
+        for rel in refused:
+            del texts[rel]
+        self.report.rejected += refused
 
     # -- 1. what changed ------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from kg.ingest.pipeline import Notify, Options, Pipeline
 from kg.ingest.project import discover_files, parse_project
 from kg.ingest.report import IngestReport, SyncReport
 from kg.ingest.schema_map import SCHEMA_FILES, load_schema_map
+from kg.ingest.secrets import scan_files
 from kg.ingest.state import holds_mark, log_mark, scoped
 from kg.ingest.sync_state import Synced, last_synced, record_synced, state_key, sync_lock
 from kg.ingest.targets import Targets, is_project_file, resolve_targets
@@ -45,6 +46,7 @@ async def ingest_paths(
     max_bytes: int = DEFAULT_MAX_BYTES,
     progress: Progress = NO_PROGRESS,
     notify: Notify | None = None,
+    allow_secrets: bool = False,
 ) -> IngestReport:
     """Ingest Markdown files and folders (default: the whole project) into the graph.
 
@@ -66,6 +68,9 @@ async def ingest_paths(
     ``notify`` is awaited with (files written, files to write) after each chunk of changed
     files (an MCP tool's progress notifications).
 
+    A file holding what looks like a secret (:mod:`kg.ingest.secrets`) is refused and reported
+    (``file:line``, the rule) unless allowlisted or ``allow_secrets``.
+
     Raises:
         ValidationError: the project's schema map is malformed.
         ConcurrencyConflictError: other writers kept changing the same files (after retries).
@@ -82,6 +87,7 @@ async def ingest_paths(
         max_bytes=max_bytes,
         progress=progress,
         notify=notify,
+        allow_secrets=allow_secrets,
     )
     return await _run(rt, targets, options)
 
@@ -225,8 +231,9 @@ async def lint_project(
     Every file is parsed (links are checked across the whole project), then only problems in
     ``paths`` (files or folders; default all) are returned: unreadable or refused files,
     malformed front matter, dangling links and anchors, duplicate ids, requirements defined
-    twice, conflicting directives of rule files. Severity ``warning`` (an ambiguous wiki link)
-    does not make the project fail lint. No database is used.
+    twice, conflicting directives of rule files, possible secrets (:mod:`kg.ingest.secrets`).
+    Severity ``warning`` (an ambiguous wiki link) does not make the project fail lint. No
+    database is used.
 
     Raises:
         ValidationError: the project's schema map is malformed.
@@ -245,6 +252,7 @@ def lint_files(
     docs = parse_project(root, schema=schema, workers=workers)
     sources = discover_files(root, SOURCE_SUFFIXES)
     problems = [p for doc in docs for p in doc.problems] + find_dangling(docs, sources)
+    problems += [f.problem() for f in scan_files(root, sorted({doc.path for doc in docs}))]
     policies = lint_policy_files(load_policy_files(root), docs)
     problems += find_conflicts(docs)  # rule files: MUST and MUST NOT on the same subject
     if paths is not None:

@@ -26,6 +26,7 @@ from kg.ingest.lint import find_dangling
 from kg.ingest.markdown import parse_text
 from kg.ingest.model import REFERENCES, ParsedDocument, ParseProblem
 from kg.ingest.schema_map import load_schema_map
+from kg.ingest.secrets import Allowlist, scan_text
 from kg.ingest.targets import is_project_markdown
 
 _PATHSPECS = tuple(f"*{suffix}" for suffix in MARKDOWN_SUFFIXES)
@@ -57,7 +58,11 @@ def lint_staged(root: Path) -> list[ParseProblem]:
     indexed = [p for p in gitio.indexed_files(root) if is_project_markdown(p)]
     wiki = WikiIndex(indexed)
 
-    def parse(paths: list[str]) -> tuple[dict[str, ParsedDocument], list[ParseProblem]]:
+    allow = Allowlist.load(root)
+
+    def parse(
+        paths: list[str], scan: bool = False
+    ) -> tuple[dict[str, ParsedDocument], list[ParseProblem]]:
         blobs = gitio.read_index_blobs(root, paths)
         docs: dict[str, ParsedDocument] = {}
         problems: list[ParseProblem] = []
@@ -72,9 +77,11 @@ def lint_staged(root: Path) -> list[ParseProblem]:
             else:
                 docs[path] = parse_text(path, text, schema, wiki)
                 problems += docs[path].problems
+                if scan:  # what the commit would record: a secret must not get in
+                    problems += [f.problem() for f in scan_text(path, text, allow)]
         return docs, problems
 
-    mine, problems = parse(staged)
+    mine, problems = parse(staged, scan=True)
     checked = set(staged) | deleted
     linked = {
         target

@@ -80,6 +80,9 @@ NO_GRAPH_CONTENT = {
     "audit keygen", "audit checkpoint", "audit prove",
     # The task's layer, topics and technologies: from the task, paths and manifests only.
     "rules detect",
+    # The operator's erasure: prints positions, stream and node ids and digests (never
+    # content), on the system role like the trail.
+    "erase",
 }  # fmt: skip
 
 

@@ -147,8 +147,14 @@ async def test_appended_hashes_match_a_whole_event_serialised_by_the_standard_li
                 "idempotency_key",
             )
         }
+        # The erasable content is stored beside the log; the payload keeps its digest.
+        payload = events[i].to_payload()
+        ref = row["payload"].get("$content")
+        if ref is not None:
+            payload = {k: v for k, v in payload.items() if k not in ref["fields"]}
+            payload["$content"] = ref
         whole |= {
-            "payload": events[i].to_payload(),
+            "payload": payload,
             "metadata": meta.to_json(),
             "recorded_at": format_time(row["recorded_at"]),
         }

@@ -17,8 +17,12 @@ PROJECTED = re.compile(
     r"\b(FROM|JOIN|INTO|UPDATE)\s+(kg_nodes|kg_edges|kg_passages|context_graphs|"
     r"context_graph_usage)\b"
 )
-# Where SQL on the projected tables may live.
-SQL_HOMES = ("kg/projections/", "kg/read/", "kg/search.py", "kg/db/", "kg/ingest/", "kg/audit/")
+# Where SQL on the projected tables may live. kg/erasure re-derives and vacuums the rows an
+# erasure touched (live and in kept replays): maintenance of the projections, not a read.
+SQL_HOMES = (
+    "kg/projections/", "kg/read/", "kg/search.py", "kg/db/", "kg/ingest/", "kg/audit/",
+    "kg/erasure/",
+)  # fmt: skip
 # The raw, policy-free ways in: only the read model itself may use them.
 RAW = {"kg.db.tenancy.tenant_transaction", "kg.projections.graph_reader.GraphReader"}
 SERVICES = (

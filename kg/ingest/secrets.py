@@ -1,0 +1,149 @@
+"""Secrets caught before they land: private keys, cloud and API tokens, high-entropy strings.
+
+A secret that reaches the log stays in every replay and backup until someone erases it
+(``kg erase``), so ingestion refuses a file that holds one and ``kg lint`` reports it. A finding
+names the file, the line and the rule that matched, never the secret itself (not even a prefix:
+the report goes to terminals, CI logs and agents).
+
+Allowed on purpose (test fixtures, documented example keys):
+
+* a line containing ``kg:allow-secret`` (in a comment, e.g. ``<!-- kg:allow-secret -->``);
+* a line of ``.kg-secrets-allow`` at the project root: ``GLOB`` (every rule in the matching
+  files) or ``GLOB RULE`` (that rule only); ``#`` starts a comment.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from kg.ingest.model import ParseProblem
+
+ALLOW_FILE = ".kg-secrets-allow"
+ALLOW_MARK = "kg:allow-secret"
+
+# (rule, pattern): the first group, when there is one, is the secret itself.
+_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("private-key", re.compile(r"-----BEGIN (?:[A-Z]+ )?PRIVATE KEY(?: BLOCK)?-----")),
+    ("aws-access-key-id", re.compile(r"\b((?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16})\b")),
+    ("github-token", re.compile(r"\b((?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255})\b")),
+    ("github-fine-grained-token", re.compile(r"\b(github_pat_[A-Za-z0-9_]{60,255})\b")),
+    ("gitlab-token", re.compile(r"\b(glpat-[A-Za-z0-9_-]{20,})\b")),
+    ("slack-token", re.compile(r"\b(xox[abposr]-[A-Za-z0-9-]{10,})\b")),
+    ("stripe-key", re.compile(r"\b((?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,})\b")),
+    ("openai-key", re.compile(r"\b(sk-(?:proj-)?[A-Za-z0-9_-]{32,})\b")),
+    ("anthropic-key", re.compile(r"\b(sk-ant-[A-Za-z0-9_-]{32,})\b")),
+    ("google-api-key", re.compile(r"\b(AIza[0-9A-Za-z_-]{35})\b")),
+    ("jwt", re.compile(r"\b(eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,})")),
+)
+
+# ``password = "..."``, ``API_KEY: ...``, ``"client_secret": "..."``: a value assigned to a
+# name that says secret, kept only when it looks random (entropy), so prose does not match.
+_ASSIGNMENT = re.compile(
+    r"(?i)\b[\w.-]*(?:secret|passw(?:or)?d|pwd|token|api[_-]?key|access[_-]?key|private[_-]?key"
+    r"|credential|auth)[\w.-]*[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9+/=_\-.~!@#$%^&*]{16,})"
+)
+_MIN_ENTROPY = 3.5  # bits per character: random base64 is ~6, English words ~3
+_MIN_CLASSES = 2  # at least two of: lower, upper, digits, symbols
+
+
+@dataclass(frozen=True, slots=True)
+class SecretFinding:
+    """Where a secret is and which rule found it; the secret itself is never kept."""
+
+    path: str
+    line: int
+    rule: str
+
+    def problem(self) -> ParseProblem:
+        return ParseProblem(
+            self.path,
+            self.line,
+            f"possible secret ({self.rule}): remove it, or allow it with '{ALLOW_MARK}' on the "
+            f"line or a '{self.path} {self.rule}' line in {ALLOW_FILE}",
+        )
+
+
+def entropy(text: str) -> float:
+    """Shannon entropy in bits per character."""
+    counts = Counter(text)
+    n = len(text)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+def _random_looking(value: str) -> bool:
+    classes = sum(
+        (
+            any(c.islower() for c in value),
+            any(c.isupper() for c in value),
+            any(c.isdigit() for c in value),
+            any(not c.isalnum() for c in value),
+        )
+    )
+    return classes >= _MIN_CLASSES and entropy(value) >= _MIN_ENTROPY
+
+
+@dataclass(frozen=True, slots=True)
+class Allowlist:
+    """Files (globs) and file/rule pairs where findings are expected."""
+
+    entries: tuple[tuple[str, str | None], ...] = ()
+
+    @classmethod
+    def load(cls, root: Path) -> Allowlist:
+        path = root / ALLOW_FILE
+        if not path.is_file():
+            return cls()
+        entries: list[tuple[str, str | None]] = []
+        for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            parts = raw.split("#", 1)[0].split()
+            if parts:
+                entries.append((parts[0], parts[1] if len(parts) > 1 else None))
+        return cls(tuple(entries))
+
+    def allows(self, path: str, rule: str) -> bool:
+        return any(
+            fnmatch.fnmatchcase(path, glob) and (wanted is None or wanted == rule)
+            for glob, wanted in self.entries
+        )
+
+
+def scan_text(path: str, text: str, allow: Allowlist | None = None) -> list[SecretFinding]:
+    """Secrets in ``text`` (the file ``path``), one finding per line and rule."""
+    allow = allow or Allowlist()
+    found: list[SecretFinding] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if ALLOW_MARK in line:
+            continue
+        rules = {rule for rule, pattern in _RULES if pattern.search(line)}
+        # The generic rule only where no specific one said what the secret is.
+        if not rules and any(_random_looking(m.group(1)) for m in _ASSIGNMENT.finditer(line)):
+            rules.add("high-entropy-assignment")
+        found += [
+            SecretFinding(path, number, rule)
+            for rule in sorted(rules)
+            if not allow.allows(path, rule)
+        ]
+    return found
+
+
+def scan_texts(texts: Mapping[str, str], allow: Allowlist) -> list[SecretFinding]:
+    return [f for path, text in texts.items() for f in scan_text(path, text, allow)]
+
+
+def scan_files(root: Path, relpaths: Iterable[str]) -> list[SecretFinding]:
+    """:func:`scan_text` of each readable file under ``root`` (unreadable ones are lint's)."""
+    allow = Allowlist.load(root)
+    found: list[SecretFinding] = []
+    for rel in relpaths:
+        try:
+            text = (root / rel).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        found += scan_text(rel, text, allow)
+    return found
