@@ -42,6 +42,7 @@ import yaml
 
 from kg.directives.config import DEFAULT_CONFIG, DirectiveConfig, parse_directive_config
 from kg.errors import ValidationError
+from kg.globs import glob_to_regex as shared_glob
 from kg.ingest.entities.config import NO_ENTITIES, EntityConfig, parse_entities
 from kg.ingest.requirements import DEFAULT_PREFIXES, RequirementMatcher
 
@@ -62,26 +63,8 @@ LABEL_RULE = "use 1-64 letters, digits, '_', '.', ':' or '-', starting with a le
 
 
 def glob_to_regex(glob: str) -> re.Pattern[str]:
-    """Compile a path glob: ``**/`` is zero or more folders, ``*`` and ``?`` stay in one."""
-    out: list[str] = []
-    i = 0
-    while i < len(glob):
-        if glob.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif glob.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif glob[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif glob[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(glob[i]))
-            i += 1
-    return re.compile("".join(out), re.IGNORECASE)
+    """A schema-map path glob, case-insensitive (:func:`kg.globs.glob_to_regex`)."""
+    return shared_glob(glob, ignore_case=True)
 
 
 @dataclass(frozen=True, slots=True)

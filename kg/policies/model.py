@@ -10,15 +10,15 @@ Who may act on what (``allow_actions`` with actors) is :mod:`kg.policies.actions
 from __future__ import annotations
 
 import fnmatch
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
+
+from kg.events.policy import EFFECTS, Effect, PolicyRule
 
 # The rule is part of the PolicyDefined event's stored schema, so the write side owns it: a
 # change to it is a change of an event schema (a version bump and an upcaster), not of policy
 # evaluation alone.
-from kg.events.policy import EFFECTS, Effect, PolicyRule
+from kg.globs import glob_to_regex
 
 __all__ = [
     "EFFECTS",
@@ -53,33 +53,8 @@ def node_path(node_id: str) -> str | None:
     return rest.split("#", 1)[0].split("::", 1)[0] or None
 
 
-@lru_cache(maxsize=1024)
-def _glob(pattern: str) -> re.Pattern[str]:
-    """``**/`` is zero or more folders, ``*`` and ``?`` stay within one; case-sensitive, as
-    paths in git are."""
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out))
-
-
 def path_matches(pattern: str, path: str) -> bool:
-    return _glob(pattern).fullmatch(path) is not None
+    return glob_to_regex(pattern).fullmatch(path) is not None  # case-sensitive, as git's paths
 
 
 def actor_matches(pattern: str, actor: str) -> bool:
