@@ -15,7 +15,6 @@ from kg.ingest.walker import SKIPPED_DIRS, walk_files
 
 __all__ = [
     "SKIPPED_DIRS",
-    "discover_files",
     "discover_markdown",
     "parse_project",
     "parse_texts",
@@ -28,13 +27,6 @@ def discover_markdown(root: Path) -> list[str]:
     hidden, skipped or ignored ones (:func:`kg.ingest.walker.walk_files`), with the rule
     files agents read in the project's ``.cursor`` and ``.github``."""
     return walk_files(root, rule_folders=True)
-
-
-def discover_files(
-    root: Path, suffixes: tuple[str, ...], *, rule_folders: bool = False
-) -> list[str]:
-    """:func:`discover_markdown` for any file names ending with ``suffixes``."""
-    return walk_files(root, "", suffixes, rule_folders=rule_folders)
 
 
 def parse_project(

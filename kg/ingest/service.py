@@ -22,14 +22,14 @@ from kg.ingest.files import DEFAULT_MAX_BYTES
 from kg.ingest.lint import find_dangling
 from kg.ingest.model import ParseProblem, document_id
 from kg.ingest.pipeline import Notify, Options, Pipeline
-from kg.ingest.project import discover_files, parse_project
+from kg.ingest.project import parse_project
 from kg.ingest.report import IngestReport, SyncReport
 from kg.ingest.schema_map import SCHEMA_FILES, load_schema_map
 from kg.ingest.secrets import scan_files
 from kg.ingest.state import holds_mark, log_mark, scoped
 from kg.ingest.sync_state import Synced, last_synced, record_synced, state_key, sync_lock
 from kg.ingest.targets import Targets, is_project_file, resolve_targets
-from kg.ingest.walker import drop_ignored
+from kg.ingest.walker import drop_ignored, walk_files
 from kg.progress import NO_PROGRESS, Progress
 from kg.runtime import Runtime
 
@@ -250,7 +250,7 @@ def lint_files(
 
     schema = load_schema_map(root)
     docs = parse_project(root, schema=schema, workers=workers)
-    sources = discover_files(root, SOURCE_SUFFIXES)
+    sources = walk_files(root, suffixes=SOURCE_SUFFIXES)
     problems = [p for doc in docs for p in doc.problems] + find_dangling(docs, sources)
     problems += [f.problem() for f in scan_files(root, sorted({doc.path for doc in docs}))]
     policies = lint_policy_files(load_policy_files(root), docs)
