@@ -69,7 +69,8 @@ def ingest(
     Folders are scanned without what git ignores and what the project's .kgignore lists.
     Files too large, binary or not UTF-8 are skipped with a warning (exit code 0). A file
     holding a possible secret (private key, cloud or API token, high-entropy value assigned
-    to a secret-looking name) is refused: file:line and the rule, never the secret.
+    to a secret-looking name) is replaced by a marker before ingesting, with a warning:
+    file:line and the rule, never the secret.
     """
     from kg.cli.progress import shown
     from kg.events import EventMetadata

@@ -53,7 +53,7 @@ from kg.ingest.project import discover_markdown, parse_texts, parsing_pool
 from kg.ingest.provenance import Provenance
 from kg.ingest.report import IngestReport
 from kg.ingest.schema_map import SchemaMap
-from kg.ingest.secrets import Allowlist, scan_texts
+from kg.ingest.secrets import Allowlist, mask_text
 from kg.ingest.targets import Targets
 from kg.ingest.tenure import Tenure
 from kg.progress import EVENTS_APPENDED, FILES_PARSED, FILES_READ, NO_PROGRESS, Progress
@@ -188,7 +188,7 @@ class Pipeline:
         self.report.failed += [p.path for p in problems if p.severity == "error"]
         self.report.unreadable += [p.path for p in problems if p.severity == "warning"]
         if not self.options.allow_secrets:
-            await asyncio.to_thread(self._refuse_secrets, texts)
+            await asyncio.to_thread(self._mask_secrets, texts)
         await self.rt.catch_up()  # compare against a projection that has the whole log
         self._embedded_before = self.rt.runner.ctx.embedded
         changed, removed = await self._select(texts)
@@ -212,16 +212,18 @@ class Pipeline:
             self.tenure.release()
         return self.report
 
-    def _refuse_secrets(self, texts: dict[str, str]) -> None:
-        """Drop files holding a possible secret from this run (they keep their earlier nodes),
-        reported as ``file:line`` and the rule, never the secret."""
-        findings = scan_texts(texts, Allowlist.load(self.root))
-        for finding in findings:
-            self.report.problems.append(finding.problem())
-        refused = sorted({f.path for f in findings})
-        for rel in refused:
-            del texts[rel]
-        self.report.rejected += refused
+    def _mask_secrets(self, texts: dict[str, str]) -> None:
+        """Replace each possible secret by a marker before anything is parsed or appended,
+        reported as a warning with ``file:line`` and the rule, never the secret."""
+        allow = Allowlist.load(self.root)
+        masked: list[str] = []
+        for rel, text in texts.items():
+            clean, findings = mask_text(rel, text, allow)
+            if findings:
+                texts[rel] = clean
+                masked.append(rel)
+                self.report.problems += [f.masked() for f in findings]
+        self.report.masked += sorted(masked)
 
     # -- 1. what changed ------------------------------------------------------------------
 

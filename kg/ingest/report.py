@@ -15,8 +15,10 @@ class IngestReport:
     problems say why); their earlier nodes, if any, are kept as they were. ``rejected`` paths
     were refused before reading (outside the project, not Markdown) or do not exist.
     ``unreadable`` files were read but are no text kg takes (too large, binary, not UTF-8):
-    a warning each, not a failure; their earlier nodes are kept too. ``skipped`` source files
-    were left out on purpose (vendored, generated, minified), by reason."""
+    a warning each, not a failure; their earlier nodes are kept too. ``masked`` files held a
+    possible secret, replaced by a marker before ingesting (a warning each, with file:line).
+    ``skipped`` source files were left out on purpose (vendored, generated, minified), by
+    reason."""
 
     changed: list[str] = field(default_factory=list)
     unchanged: int = 0
@@ -24,6 +26,7 @@ class IngestReport:
     failed: list[str] = field(default_factory=list)
     rejected: list[str] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)
+    masked: list[str] = field(default_factory=list)
     nodes_asserted: int = 0
     nodes_retired: int = 0
     edges_asserted: int = 0
@@ -65,6 +68,8 @@ class IngestReport:
         )
         if self.unreadable:
             text += f", {len(self.unreadable)} skipped"
+        if self.masked:
+            text += f", {len(self.masked)} with a secret removed"
         text += f"; {self.events} events"
         if self.first_position is not None:
             text += f" at positions {self.first_position}..{self.last_position}"

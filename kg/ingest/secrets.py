@@ -1,9 +1,11 @@
 """Secrets caught before they land: private keys, cloud and API tokens, high-entropy strings.
 
 A secret that reaches the log stays in every replay and backup until someone erases it
-(``kg erase``), so ingestion refuses a file that holds one and ``kg lint`` reports it. A finding
-names the file, the line and the rule that matched, never the secret itself (not even a prefix:
-the report goes to terminals, CI logs and agents).
+(``kg erase``), so ingestion never takes one: it ingests the file with each secret replaced by
+``[secret removed: RULE]`` (the rest of the file is knowledge an agent needs: an API reference
+with an example key in a code sample keeps its sections) and reports a warning, and ``kg lint``
+reports it as an error. A finding names the file, the line and the rule that matched, never the
+secret itself (not even a prefix: the report goes to terminals, CI logs and agents).
 
 Allowed on purpose (test fixtures, documented example keys):
 
@@ -18,7 +20,7 @@ import fnmatch
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +28,8 @@ from kg.ingest.model import ParseProblem
 
 ALLOW_FILE = ".kg-secrets-allow"
 ALLOW_MARK = "kg:allow-secret"
+MASK = "[secret removed: {rule}]"
+_KEY_END = re.compile(r"-----END (?:[A-Z]+ )?PRIVATE KEY(?: BLOCK)?-----")
 
 # (rule, pattern): the first group, when there is one, is the secret itself.
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -66,6 +70,17 @@ class SecretFinding:
             self.line,
             f"possible secret ({self.rule}): remove it, or allow it with '{ALLOW_MARK}' on the "
             f"line or a '{self.path} {self.rule}' line in {ALLOW_FILE}",
+        )
+
+    def masked(self) -> ParseProblem:
+        """The ingest's warning: the secret was replaced, the rest of the file was ingested."""
+        return ParseProblem(
+            self.path,
+            self.line,
+            f"possible secret ({self.rule}) replaced by '{MASK.format(rule=self.rule)}' before "
+            f"ingesting; remove it from the file, or allow it with '{ALLOW_MARK}' on the line "
+            f"or a '{self.path} {self.rule}' line in {ALLOW_FILE}",
+            severity="warning",
         )
 
 
@@ -132,8 +147,53 @@ def scan_text(path: str, text: str, allow: Allowlist | None = None) -> list[Secr
     return found
 
 
-def scan_texts(texts: Mapping[str, str], allow: Allowlist) -> list[SecretFinding]:
-    return [f for path, text in texts.items() for f in scan_text(path, text, allow)]
+def mask_text(
+    path: str, text: str, allow: Allowlist | None = None
+) -> tuple[str, list[SecretFinding]]:
+    """``text`` with every secret :func:`scan_text` finds replaced by :data:`MASK`, and the
+    findings. A token is replaced where it stands; a private key from its BEGIN line through
+    its END line (to the end of the text if there is none), since its body is the secret."""
+    findings = scan_text(path, text, allow)
+    if not findings:
+        return text, []
+    lines = text.splitlines(keepends=True)
+    by_line: dict[int, set[str]] = {}
+    for f in findings:
+        by_line.setdefault(f.line, set()).add(f.rule)
+    out: list[str] = []
+    in_key = False
+    for number, line in enumerate(lines, start=1):
+        rules = by_line.get(number, set())
+        if in_key or "private-key" in rules:
+            ending = "\n" if line.endswith("\n") else ""
+            if not in_key:
+                out.append(MASK.format(rule="private-key") + ending)
+            in_key = not _KEY_END.search(line)
+            continue
+        for rule, pattern in _RULES:
+            if rule in rules:
+                line = pattern.sub(lambda m, r=rule: _mask_group(m, r), line)
+        if "high-entropy-assignment" in rules:
+            line = _ASSIGNMENT.sub(
+                lambda m: (
+                    _mask_group(m, "high-entropy-assignment")
+                    if _random_looking(m.group(1))
+                    else m.group(0)
+                ),
+                line,
+            )
+        out.append(line)
+    return "".join(out), findings
+
+
+def _mask_group(match: re.Match[str], rule: str) -> str:
+    """The match with its first group (the secret) replaced; the whole match if no group."""
+    if match.re.groups == 0:
+        return MASK.format(rule=rule)
+    start, end = match.span(1)
+    whole = match.group(0)
+    offset = match.start(0)
+    return whole[: start - offset] + MASK.format(rule=rule) + whole[end - offset :]
 
 
 def scan_files(root: Path, relpaths: Iterable[str]) -> list[SecretFinding]:

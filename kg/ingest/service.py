@@ -68,8 +68,9 @@ async def ingest_paths(
     ``notify`` is awaited with (files written, files to write) after each chunk of changed
     files (an MCP tool's progress notifications).
 
-    A file holding what looks like a secret (:mod:`kg.ingest.secrets`) is refused and reported
-    (``file:line``, the rule) unless allowlisted or ``allow_secrets``.
+    What looks like a secret (:mod:`kg.ingest.secrets`) is replaced by a marker before
+    anything is appended and reported as a warning (``file:line``, the rule) unless
+    allowlisted or ``allow_secrets``.
 
     Raises:
         ValidationError: the project's schema map is malformed.

@@ -1,5 +1,5 @@
-"""Secrets caught before they land: ingestion refuses them, ``kg lint`` reports them, and
-neither ever prints the secret itself."""
+"""Secrets caught before they land: ingestion replaces them by a marker and keeps the rest of
+the file, ``kg lint`` reports them, and neither ever prints the secret itself."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import asyncpg
 
-from kg.ingest.secrets import ALLOW_FILE, scan_text
+from kg.ingest.secrets import ALLOW_FILE, mask_text, scan_text
 from kg.ingest.service import ingest_paths, lint_files
 from kg.runtime import Runtime
 from tests.ingest.conftest import Writer
@@ -56,7 +56,39 @@ def test_inline_mark_and_allowlist_file(write: Writer, tmp_path: Path) -> None:
     assert "aws-access-key-id" in problems[0].message
 
 
-async def test_ingest_refuses_a_file_with_a_secret_and_keeps_the_rest(
+def test_masking_replaces_each_secret_and_only_the_secret() -> None:
+    key_body = "MIIEowIBAAKCAQEAw1" + "x" * 40
+    text = "\n".join(
+        [
+            "# Setup",
+            f"curl -H 'Authorization: Bearer {GITHUB}' https://api.example.com",
+            PASSWORD_LINE,
+            PEM,
+            key_body,
+            "-----END " + "RSA PRIVATE KEY-----",
+            "after the key",
+        ]
+    )
+    masked, findings = mask_text("docs/setup.md", text)
+    assert [(f.line, f.rule) for f in findings] == [
+        (2, "github-token"),
+        (3, "high-entropy-assignment"),
+        (4, "private-key"),
+    ]
+    assert masked.splitlines() == [
+        "# Setup",
+        "curl -H 'Authorization: Bearer [secret removed: github-token]' https://api.example.com",
+        'db_password = "[secret removed: high-entropy-assignment]"',
+        "[secret removed: private-key]",
+        "after the key",
+    ]
+    assert mask_text("docs/clean.md", "# Clean\n\nno key here\n") == (
+        "# Clean\n\nno key here\n",
+        [],
+    )
+
+
+async def test_ingest_removes_the_secret_and_keeps_the_file(
     runtime: Runtime, app_pool: asyncpg.Pool
 ) -> None:
     root = runtime.settings.project_root
@@ -64,19 +96,29 @@ async def test_ingest_refuses_a_file_with_a_secret_and_keeps_the_rest(
     (root / "docs/clean.md").write_text("# Clean\n\nNothing to hide.\n")
     (root / "docs/leak.md").write_text(f"# Leak\n\n## Deploy\n\naws key {AWS_KEY}\n")
     report = await ingest_paths(runtime, ["docs"])
-    assert report.rejected == ["docs/leak.md"]
+    assert report.rejected == [] and report.errors == []
+    assert report.masked == ["docs/leak.md"]
     assert [str(p) for p in report.problems] == [
-        "docs/leak.md:5: possible secret (aws-access-key-id): remove it, or allow it with "
+        "docs/leak.md:5: possible secret (aws-access-key-id) replaced by '[secret removed: "
+        "aws-access-key-id]' before ingesting; remove it from the file, or allow it with "
         "'kg:allow-secret' on the line or a 'docs/leak.md aws-access-key-id' line in "
         ".kg-secrets-allow"
     ]
+    assert "1 with a secret removed" in report.summary()
     async with app_pool.acquire() as conn, conn.transaction():
         await conn.execute("SELECT set_config('kg.tenant_id', $1, true)", runtime.scope.tenant_id)
         ids = await conn.fetch("SELECT node_id FROM kg_nodes ORDER BY node_id")
         assert [r["node_id"] for r in ids] == [
             "document:docs/clean.md",
+            "document:docs/leak.md",
             "section:docs/clean.md#clean",
+            "section:docs/leak.md#deploy",
+            "section:docs/leak.md#leak",
         ]
+        deploy = await conn.fetchval(
+            "SELECT content FROM kg_nodes WHERE node_id = 'section:docs/leak.md#deploy'"
+        )
+        assert "aws key [secret removed: aws-access-key-id]" in deploy
         stored = (
             "SELECT (SELECT count(*) FROM kg_events WHERE payload::text LIKE $1) "
             "+ (SELECT count(*) FROM kg_event_content WHERE body LIKE $1)"
@@ -84,7 +126,7 @@ async def test_ingest_refuses_a_file_with_a_secret_and_keeps_the_rest(
         assert await conn.fetchval(stored, f"%{AWS_KEY}%") == 0
 
     allowed = await ingest_paths(runtime, ["docs/leak.md"], allow_secrets=True)
-    assert allowed.rejected == [] and allowed.problems == []
+    assert allowed.masked == [] and allowed.problems == []
     async with app_pool.acquire() as conn, conn.transaction():
         await conn.execute("SELECT set_config('kg.tenant_id', $1, true)", runtime.scope.tenant_id)
         assert await conn.fetchval(stored, f"%{AWS_KEY}%") == 1, "the check sees it once in"
