@@ -17,6 +17,7 @@ Allowed on purpose (test fixtures, documented example keys):
 from __future__ import annotations
 
 import fnmatch
+import functools
 import math
 import re
 from collections import Counter
@@ -172,7 +173,7 @@ def mask_text(
             continue
         for rule, pattern in _RULES:
             if rule in rules:
-                line = pattern.sub(lambda m, r=rule: _mask_group(m, r), line)
+                line = pattern.sub(functools.partial(_mask_group, rule=rule), line)
         if "high-entropy-assignment" in rules:
             line = _ASSIGNMENT.sub(
                 lambda m: (
