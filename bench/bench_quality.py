@@ -268,8 +268,10 @@ async def section_texts(rt: Runtime) -> list[tuple[str, str]]:
 async def ingest_corpus(rt: Runtime) -> dict[str, int]:
     """Ingest the whole project (specs and distractors) and project it."""
     report = await ingest_paths(rt)
-    if report.problems:
-        raise SystemExit(f"ingest problems: {[str(p) for p in report.problems[:5]]}")
+    if report.errors:
+        raise SystemExit(f"ingest problems: {[str(p) for p in report.errors[:5]]}")
+    if report.masked:  # the API reference's documented example keys, as a user would see them
+        print(f"ingest warnings: secrets removed from {len(report.masked)} files", flush=True)
     await rt.catch_up()
     row = await rt.system_pool.fetchrow(
         "SELECT count(DISTINCT split_part(node_id, '#', 1)) FILTER (WHERE node_id LIKE "

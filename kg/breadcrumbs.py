@@ -22,3 +22,13 @@ def breadcrumb(node_id: str, name: str, properties: Mapping[str, Any]) -> str:
     parents = properties.get("path")
     headings = [str(h) for h in parents] if isinstance(parents, list) else []
     return SEPARATOR.join([path, *headings, name])
+
+
+def headings_above(node_id: str, properties: Mapping[str, Any]) -> str:
+    """The headings above a Markdown section (``Product requirements > Non-Functional
+    Requirements``): its breadcrumb without the file, which its id names, and without its own
+    heading, which its name is. What a context graph shows, where every token counts."""
+    if not breadcrumb(node_id, "", properties):
+        return ""
+    parents = properties.get("path")
+    return SEPARATOR.join(str(h) for h in parents) if isinstance(parents, list) else ""

@@ -23,10 +23,12 @@ class ContextNodeOut(BaseModel):
     labels: list[str] = Field(default_factory=list, description="Absent when empty")
     score: float = Field(description="Relevance: 1.0 for an anchor, decaying per hop")
     reason: str = Field(description="Why the node is here: anchor, hop N from X via EDGE, ...")
-    hop: int
+    hop: int = Field(default=0, description="Hops from the nearest anchor; absent when 0")
     redacted: bool = Field(default=False, description="Absent unless true")
     breadcrumb: str = Field(
-        default="", description="A section's file and heading path; absent for other nodes"
+        default="",
+        description="The headings above a section (its file is in node_id, its own heading is "
+        "name); absent for other nodes and top-level sections",
     )
     partial: bool = Field(
         default=False,

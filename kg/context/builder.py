@@ -49,8 +49,11 @@ from kg.search import FALLBACK_WARNING
 # copies and drafts below what they copy; multi-part questions searched part by part; hops
 # weighted by the task terms they share. 5: semantic anchors fused from lists FUSION_DEPTH
 # times deeper. 6: anchors per 66 tokens of budget (12 at 800), shorter excerpts past the
-# first two nodes, content-less matches (a document's title) at half their score.
-BUILDER_VERSION = 6
+# first two nodes, content-less matches (a document's title) at half their score. 7: anchors per
+# 50 tokens (16 at 800), a snippet (a third of the allowance, the sentence that matches) past
+# the first two nodes, shorter reasons, breadcrumbs without the file and the node's own name,
+# scores to 3 digits, hop absent when 0.
+BUILDER_VERSION = 7
 
 # Each frontier node offers at least this many of its strongest edges per hop (more when the
 # frontier is small), so no single hub (a policy governing thousands of nodes, a document with
@@ -183,8 +186,8 @@ class ContextBuilder:
                 reached[node_id] = _Reached(row, verdict, 1.0, "anchor", 0)
             else:
                 rank, sim, relevance = matched[node_id]
-                how = f"similarity {sim:.3f}" if sim else "full text"
-                reason = f"semantic match #{rank} ({how})"
+                how = f"sim {sim:.2f}" if sim else "full text"
+                reason = f"match #{rank} ({how})"  # every node says it: short
                 score = max(relevance, 0.05) * prior(node_id) * content_factor(row.content)
                 reached[node_id] = _Reached(row, verdict, score, reason, 0)
         return reached, denied

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kg.breadcrumbs import breadcrumb
+from kg.breadcrumbs import breadcrumb, headings_above
 from kg.context.passages import excerpt
 from kg.context.render import edge_line, estimate_tokens, node_line
 from kg.context.result import ContextEdge, ContextNode, edge_dict, node_dict
@@ -30,16 +30,21 @@ MIN_ALLOWANCE = 320
 MIN_EXCERPT = 100
 # Below this many tokens left, no node fits any more (a bare id, type and reason take ~20).
 MIN_NODE_TOKENS = 24
+# A shown score's precision: enough to order nodes, not six digits of noise per node.
+SCORE_DIGITS = 3
 # Properties a breadcrumb already says (file, ancestors, anchor), and the ingest's provenance
 # (file digests an agent cannot use; ``get_node`` has it): left out of the shown node. The
 # digests alone were ~45 of a section's ~110 JSON tokens, so fewer sections fit a budget.
 _PLACE_KEYS = frozenset({"level", "anchor", "path"})
 
 
-# The best LEAD_NODES of a build show the full allowance; each one after them half of it, so
-# a budget shows the passage that answers from twice as many sections rather than more
-# context around it from a few (+0.05 gold recall at 800 tokens, bench/RESULTS.md).
+# The best LEAD_NODES of a build show the full allowance; each one after them a third of it,
+# as a search engine shows a result: so a budget shows the passage that answers from three
+# times as many sections rather than more context around it from a few (half: +0.05 gold
+# recall at 800 tokens; a third, with shorter reasons: +0.05 more, bench/RESULTS.md).
 LEAD_NODES = 2
+# ...and the nodes after them a snippet: this share of it (about a sentence at 800 tokens).
+SNIPPET_SHARE = 3
 
 
 def allowance(token_budget: int | None, max_content_chars: int, position: int = 0) -> int:
@@ -47,7 +52,7 @@ def allowance(token_budget: int | None, max_content_chars: int, position: int = 
     if token_budget is None:
         return max_content_chars
     chars = min(max_content_chars, max(MIN_ALLOWANCE, token_budget * 4 // EXCERPT_SHARE))
-    return chars if position < LEAD_NODES else max(MIN_EXCERPT, chars // 2)
+    return chars if position < LEAD_NODES else max(MIN_EXCERPT, chars // SNIPPET_SHARE)
 
 
 def shown_node(
@@ -68,10 +73,11 @@ def shown_node(
         shown = REDACTED  # the shape kg.policies.redaction decides
         return ContextNode(
             row.node_id, row.node_type, shown.name, shown.content, dict(shown.properties),
-            shown.labels, round(score, 6), reason, hop, redacted=True,
+            shown.labels, round(score, SCORE_DIGITS), reason, hop, redacted=True,
         )  # fmt: skip
-    crumb = breadcrumb(row.node_id, row.name, row.properties)
-    hidden = _PLACE_KEYS | {SOURCE_KEY} if crumb else {SOURCE_KEY}
+    section = bool(breadcrumb(row.node_id, row.name, row.properties))
+    crumb = headings_above(row.node_id, row.properties)
+    hidden = _PLACE_KEYS | {SOURCE_KEY} if section else {SOURCE_KEY}
     properties: Mapping[str, Any] = {k: v for k, v in row.properties.items() if k not in hidden}
     labels = row.labels if row.labels != (row.node_type,) else ()
     if status:
@@ -86,7 +92,7 @@ def shown_node(
         text,
         dict(properties),
         labels,
-        round(score, 6),
+        round(score, SCORE_DIGITS),
         reason,
         hop,
         breadcrumb=crumb,

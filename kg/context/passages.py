@@ -100,11 +100,12 @@ class Excerpt:
 def excerpt(content: str, query: Sequence[str], allowance: int) -> Excerpt:
     """The passages of ``content`` that best match the stemmed ``query`` terms, within
     ``allowance`` characters, in document order. Without query terms (an anchor build), or when
-    nothing matches, the opening passages."""
+    nothing matches, the opening passages. An allowance below a passage's size splits finer
+    (lines, sentences), so a snippet is the sentence that matches, not a passage's start."""
     content = content.strip()
     if len(content) <= allowance:
         return Excerpt(content, False)
-    passages = split_passages(content)
+    passages = split_passages(content, min(PASSAGE_CHARS, allowance))
     scores = _scores(passages, query)
     order = sorted(range(len(passages)), key=lambda i: (-scores[i], i))
     if not scores or max(scores) <= 0:

@@ -20,7 +20,7 @@ def node_line(node: ContextNode) -> str:
     cut to the passages that match the task; never cut again here)."""
     if node.redacted:
         return f"- **{node.node_id}** ({node.node_type}) [redacted by policy]"
-    title = node.breadcrumb or node.name
+    title = f"{node.breadcrumb} > {node.name}" if node.breadcrumb else node.name
     if node.status:
         named = node.superseded_by or _named_successor(node)
         mark = f"superseded by {', '.join(named)}" if named else node.status

@@ -16,12 +16,12 @@ Ids = Annotated[tuple[IdStr, ...], Field(max_length=1000)]
 #: fits a prompt, and the budget bounds the structured result as much as the rendering.
 DEFAULT_TOKEN_BUDGET = 800
 # Semantic anchors a build asks for by default: one per TOKENS_PER_ANCHOR of its budget, at
-# least DEFAULT_K and at most MAX_DEFAULT_K (800 tokens: 12). Past the first LEAD_NODES, a node
+# least DEFAULT_K and at most MAX_DEFAULT_K (800 tokens: 16). Past the first LEAD_NODES, a node
 # shows a shorter excerpt (kg.context.fit), so about this many fit; 8 anchors at 800 tokens
 # left ~5 sections shown and 0.05 of gold recall on the table (bench/RESULTS.md).
 DEFAULT_K = 12
 MAX_DEFAULT_K = 24
-TOKENS_PER_ANCHOR = 66
+TOKENS_PER_ANCHOR = 50
 
 # Bounds and defaults of a build, declared once: the request validates with them, the MCP
 # tool's signature and the CLI's options reuse them.

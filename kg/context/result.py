@@ -18,7 +18,8 @@ class ContextNode:
     reason: str
     hop: int
     redacted: bool = False
-    #: where a section sits (``docs/prd.md > Non-Functional Requirements > Performance``)
+    #: the headings above a section (``Product requirements > Non-Functional Requirements``):
+    #: its file is in ``node_id``, its own heading is ``name``
     breadcrumb: str = ""
     #: True when ``content`` holds the passages that match the task, not the whole text
     partial: bool = False
@@ -113,8 +114,9 @@ def _node_dict(n: ContextNode) -> dict[str, Any]:
         "content": n.content,
         "score": n.score,
         "reason": n.reason,
-        "hop": n.hop,
     }
+    if n.hop:
+        node["hop"] = n.hop
     if n.properties:
         node["properties"] = n.properties
     if n.labels:

@@ -6,7 +6,7 @@ sections that hold the answer. In memory: no database needed."""
 from __future__ import annotations
 
 from kg.context.builder import ContextBuilder
-from kg.context.fit import LEAD_NODES, allowance
+from kg.context.fit import LEAD_NODES, SNIPPET_SHARE, allowance
 from kg.context.memory_source import MemoryGraph
 from kg.context.service import parse_request
 from kg.embeddings import HashingEmbedder
@@ -39,10 +39,10 @@ def graph_with(nodes: list[tuple[str, str, str, float]], embedder: HashingEmbedd
     return graph
 
 
-def test_nodes_after_the_lead_get_half_the_allowance() -> None:
+def test_nodes_after_the_lead_get_a_snippet() -> None:
     lead = allowance(800, 4000, 0)
     assert allowance(800, 4000, LEAD_NODES - 1) == lead
-    assert allowance(800, 4000, LEAD_NODES) == lead // 2
+    assert allowance(800, 4000, LEAD_NODES) == lead // SNIPPET_SHARE
     assert allowance(None, 4000, 5) == 4000, "no budget: whole content"
 
 

@@ -133,5 +133,5 @@ def test_a_bigger_budget_takes_more_semantic_matches() -> None:
     def k(**fields: object) -> int:
         return parse_request(task="t", mode="semantic", **fields).anchors_wanted
 
-    assert (k(), k(token_budget=1200), k(token_budget=100_000)) == (12, 18, 24)
+    assert (k(), k(token_budget=1000), k(token_budget=100_000)) == (16, 20, 24)
     assert k(token_budget=1600, semantic_k=3) == 3

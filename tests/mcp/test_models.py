@@ -117,6 +117,7 @@ async def test_a_context_graph_as_data_is_exactly_its_published_schema(shop: Run
     for node in full["nodes"]:
         node.setdefault("properties", {})
         node.setdefault("labels", [])
+        node.setdefault("hop", 0)
         node.setdefault("redacted", False)
         node.setdefault("breadcrumb", "")
         node.setdefault("partial", False)
