@@ -44,10 +44,16 @@ ANY_TERMS = "replace(plainto_tsquery('english', $4)::text, ' & ', ' | ')::tsquer
 # the GIN index for ``@@`` directly, the function can, and it applies the same tenant filter.
 FTS_SCAN_CAP = 2000
 
+# The task's stemmed terms, for BM25's per-term counts (the lexemes ANY_TERMS ORs).
+TERMS = "array(SELECT lexeme FROM unnest(to_tsvector('english', $4)))"
+
+# Ranked by BM25 (kg_fulltext_bm25, migration 0015): a rare term of the task weighs more than a
+# common one, which ts_rank_cd cannot say. $8 is the project's size as the planner estimates
+# it (what a term's rarity is measured against).
 _FTS = f"""
 SELECT node_id, row_number() OVER (ORDER BY rank DESC, node_id) AS r, rank
   FROM (SELECT m.node_id, m.rank
-          FROM kg_fulltext_matches($2, {ANY_TERMS}, $3, {FTS_SCAN_CAP}) m
+          FROM kg_fulltext_bm25($2, {ANY_TERMS}, {TERMS}, $3, {FTS_SCAN_CAP}, $8) m
          ORDER BY m.rank DESC, m.node_id LIMIT $5) f
 """
 
@@ -116,6 +122,9 @@ _ESTIMATE = f"""
 EXPLAIN (FORMAT JSON) SELECT 1 FROM kg_nodes
  WHERE tenant_id = $1 AND project_id = $2 AND tsv @@ {ANY_TERMS.replace("$4", "$3")}
 """
+_ESTIMATE_SIZE = (
+    "EXPLAIN (FORMAT JSON) SELECT 1 FROM kg_nodes WHERE tenant_id = $1 AND project_id = $2"
+)
 
 
 async def estimated_matches(conn: asyncpg.Connection, scope: Scope, text: str) -> int:
@@ -125,8 +134,17 @@ async def estimated_matches(conn: asyncpg.Connection, scope: Scope, text: str) -
     return int(json.loads(plan)[0]["Plan"]["Plan Rows"])
 
 
+async def estimated_size(conn: asyncpg.Connection, scope: Scope) -> float:
+    """The planner's estimate of the project's node count (~0.2 ms, where a count would read
+    the whole project): BM25 weighs a term by its rarity among them. Rough is enough; the
+    function never takes fewer than twice its matches."""
+    await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+    plan = await conn.fetchval(_ESTIMATE_SIZE, scope.tenant_id, scope.project_id)
+    return float(json.loads(plan)[0]["Plan"]["Plan Rows"])
+
+
 _FTS_ONLY = f"""
-WITH fts AS ({_FTS})
+WITH fts AS ({_FTS.replace("$8", "$7")})
 SELECT n.node_id, n.node_type, n.name, fts.r AS fts_rank, NULL::bigint AS vec_rank,
        NULL::float8 AS sim, fts.rank::float8 AS score
   FROM fts JOIN kg_nodes n ON n.tenant_id = $1 AND n.project_id = $2 AND n.node_id = fts.node_id
@@ -216,10 +234,14 @@ async def search_in_transaction(
     base = (scope.tenant_id, scope.project_id, node_types)
     if mode == "hybrid":
         broad = await estimated_matches(conn, scope, text) > broad_rows
-        query = _HYBRID_BROAD if broad else _HYBRID
-        rows = await conn.fetch(query, *base, text, candidates, vector, limit)
+        if broad:
+            rows = await conn.fetch(_HYBRID_BROAD, *base, text, candidates, vector, limit)
+        else:
+            size = await estimated_size(conn, scope)
+            rows = await conn.fetch(_HYBRID, *base, text, candidates, vector, limit, size)
     elif mode == "fulltext":
-        rows = await conn.fetch(_FTS_ONLY, *base, text, candidates, limit)
+        size = await estimated_size(conn, scope)
+        rows = await conn.fetch(_FTS_ONLY, *base, text, candidates, limit, size)
     else:
         rows = await conn.fetch(_VEC_ONLY, *base, vector, candidates, limit)
     return [

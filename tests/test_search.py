@@ -94,10 +94,11 @@ async def test_search_never_crosses_tenants(
 async def test_the_fulltext_function_reads_the_tenant_from_the_session_only(
     store: EventStore, system_pool: asyncpg.Pool, app_pool: asyncpg.Pool
 ) -> None:
-    """kg_fulltext_matches bypasses RLS to use the GIN index, so it must filter as RLS does."""
+    """kg_fulltext_bm25 bypasses RLS to use the GIN index, so it must filter as RLS does."""
     await project(store, system_pool, Scope("a", "p"), HashingEmbedder())
     query = (
-        "SELECT node_id FROM kg_fulltext_matches('p', to_tsquery('english', 'password'), NULL, 10)"
+        "SELECT node_id FROM kg_fulltext_bm25('p', to_tsquery('english', 'password'), "
+        "ARRAY['password'], NULL, 10, 100)"
     )
     async with app_pool.acquire() as conn, conn.transaction():
         assert await conn.fetch(query) == [], "no tenant set: nothing"
@@ -134,3 +135,29 @@ async def test_broad_queries_rank_full_text_among_the_vector_candidates(
         )
     assert broad[0].node_id == normal[0].node_id == "component:auth"
     assert broad[0].fulltext_rank == 1, "full text still ranks, among the vector candidates"
+
+
+async def test_fulltext_weighs_a_rare_term_above_common_ones(
+    store: EventStore, system_pool: asyncpg.Pool, app_pool: asyncpg.Pool, scope: Scope
+) -> None:
+    """BM25: a node with the task's one rare word ranks above one with two of its common
+    words (ts_rank_cd, which counts matches and their proximity, ranked it the other way)."""
+    common = [
+        NodeAsserted(
+            node_id=f"section:docs/s{i}.md#s", node_type="Section", name=f"Note {i}",
+            content="The phone will resend the batch when the phone is back online.",
+        )
+        for i in range(8)
+    ]  # fmt: skip
+    rare = NodeAsserted(
+        node_id="section:docs/idempotency.md#keys", node_type="Section", name="Duplicates",
+        content="Duplicates are recognised by their idempotency key.",
+    )  # fmt: skip
+    await store.append(scope, "s", [*common, rare])
+    await ProjectionRunner(
+        system_pool, default_projections(), ProjectionContext(HashingEmbedder())
+    ).catch_up()
+    result = await search(
+        app_pool, scope, "does the phone resend the batch with an idempotency key?", mode="fulltext"
+    )
+    assert result.hits[0].node_id == "section:docs/idempotency.md#keys"

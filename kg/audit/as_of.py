@@ -158,7 +158,7 @@ async def load_as_of(pool: asyncpg.Pool, schema: str, *, to_read: bool = True) -
             f"`kg audit replay --until POSITION --schema {schema}`; `kg audit replay --list` "
             "shows the kept ones"
         )
-    # A replay kept from before migration 0006 has no full-text function of its own, and
+    # A replay kept from before migration 0015 has no full-text function of its own (BM25), and
     # unqualified calls would reach public's, i.e. today's graph instead of the replay's.
     # A replay kept before positions were per tenant (migration 0013) covers every tenant at a
     # global position: today's tables and tools cannot read it.
@@ -167,7 +167,7 @@ async def load_as_of(pool: asyncpg.Pool, schema: str, *, to_read: bool = True) -
         per_tenant
         and await pool.fetchval(
             "SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
-            "WHERE n.nspname = $1 AND p.proname = 'kg_fulltext_matches'",
+            "WHERE n.nspname = $1 AND p.proname = 'kg_fulltext_bm25'",
             schema,
         )
     )

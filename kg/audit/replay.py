@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 import asyncpg
 
 from kg.db.connect import create_pool
-from kg.db.functions import fulltext_matches_sql
+from kg.db.functions import fulltext_bm25_sql
 from kg.embeddings.base import EmbeddingProvider
 from kg.errors import ValidationError
 from kg.progress import NO_PROGRESS, Progress
@@ -55,7 +55,7 @@ async def create_replay_schema(pool: asyncpg.Pool, schema: str) -> None:
         )
         for row in hnsw:
             await conn.execute(f'DROP INDEX "{schema}"."{row["indexname"]}"')
-        await conn.execute(fulltext_matches_sql(schema))
+        await conn.execute(fulltext_bm25_sql(schema))
 
 
 async def drop_replay_schema(pool: asyncpg.Pool, schema: str) -> None:

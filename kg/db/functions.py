@@ -1,32 +1,48 @@
 """SQL functions the application calls, for schemas created at run time (audit replays).
 
-``kg_fulltext_matches`` is created in ``public`` by migration 0006 (which keeps its own copy
-of this text, as migrations do); a replay schema needs its own, bound to its own tables.
+``kg_fulltext_bm25`` is created in ``public`` by migration 0015 (which keeps its own copy of
+this text, as migrations do); a replay schema needs its own, bound to its own tables.
 """
 
 from __future__ import annotations
 
+SIGNATURE = "text, tsquery, text[], text[], integer, float8"
 
-def fulltext_matches_sql(schema: str) -> str:
-    """DDL of ``kg_fulltext_matches`` reading ``{schema}.kg_nodes``; see migration 0006 for why
-    it exists (the GIN index under row-level security)."""
+
+def fulltext_bm25_sql(schema: str) -> str:
+    """DDL of ``kg_fulltext_bm25`` reading ``{schema}.kg_nodes``; see migrations 0006 (why a
+    function: the GIN index under row-level security) and 0015 (the ranking)."""
     return f"""
-        CREATE FUNCTION "{schema}".kg_fulltext_matches(
-            p_project text, p_query tsquery, p_types text[], p_cap integer
+        CREATE FUNCTION "{schema}".kg_fulltext_bm25(
+            p_project text, p_query tsquery, p_terms text[], p_types text[], p_cap integer,
+            p_size float8
         ) RETURNS TABLE (node_id text, rank real)
         LANGUAGE sql STABLE SECURITY DEFINER
         SET search_path = pg_catalog, "{schema}"
         AS $$
-            SELECT n.node_id, ts_rank_cd(n.tsv, p_query)
-              FROM kg_nodes n
-             WHERE n.tenant_id = current_setting('kg.tenant_id', true)
-               AND n.project_id = p_project
-               AND (p_types IS NULL OR n.node_type = ANY (p_types))
-               AND n.tsv @@ p_query
-             LIMIT p_cap
+            WITH matches AS (
+                SELECT n.node_id, ts_filter(setweight(n.tsv, 'A', p_terms), '{{a}}') AS hit
+                  FROM kg_nodes n
+                 WHERE n.tenant_id = current_setting('kg.tenant_id', true)
+                   AND n.project_id = p_project
+                   AND (p_types IS NULL OR n.node_type = ANY (p_types))
+                   AND n.tsv @@ p_query
+                 LIMIT p_cap
+            ), tf AS (
+                SELECT m.node_id, u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf
+                  FROM matches m, unnest(m.hit) u
+                 WHERE u.lexeme = ANY (p_terms)
+            ), df AS (
+                SELECT lexeme, count(*)::float8 AS df FROM tf GROUP BY lexeme
+            ), size AS (
+                SELECT greatest(p_size, 2 * count(*)::float8) AS n FROM matches
+            )
+            SELECT tf.node_id,
+                   sum(ln(1 + (size.n - df.df + 0.5) / (df.df + 0.5))
+                       * tf.tf * 2.2 / (tf.tf + 1.2))::real
+              FROM tf JOIN df USING (lexeme), size
+             GROUP BY tf.node_id
         $$;
-        REVOKE ALL ON FUNCTION "{schema}".kg_fulltext_matches(text, tsquery, text[], integer)
-            FROM PUBLIC;
-        GRANT EXECUTE ON FUNCTION "{schema}".kg_fulltext_matches(text, tsquery, text[], integer)
-            TO kg_app;
+        REVOKE ALL ON FUNCTION "{schema}".kg_fulltext_bm25({SIGNATURE}) FROM PUBLIC;
+        GRANT EXECUTE ON FUNCTION "{schema}".kg_fulltext_bm25({SIGNATURE}) TO kg_app;
     """

@@ -14,6 +14,7 @@ from kg.audit.as_of import AsOfReadOnlyError, list_replays
 from kg.audit.snapshot import drop_kept, materialise, resolve_until
 from kg.audit.verify import find_position_gaps, verify_tenant
 from kg.config import Scope, Settings
+from kg.db.functions import SIGNATURE
 from kg.embeddings import HashingEmbedder
 from kg.errors import ConfigurationError, ValidationError
 from kg.events import EdgeAsserted, NodeAsserted, NodeRetired
@@ -164,7 +165,7 @@ async def test_a_replay_kept_by_an_older_kg_is_refused_for_reading_but_listed(
     have reached public's, the graph of today."""
     await materialise(runtime.system_pool, runtime.url, "2", HashingEmbedder(), tenant_id="acme")
     await runtime.system_pool.execute(
-        'DROP FUNCTION "kg_asof_acme_2".kg_fulltext_matches(text, tsquery, text[], integer)'
+        f'DROP FUNCTION "kg_asof_acme_2".kg_fulltext_bm25({SIGNATURE})'
     )
     assert [r.schema for r in await list_replays(runtime.system_pool)] == ["kg_asof_acme_2"]
     with pytest.raises(ConfigurationError, match="made by an older kg"):
