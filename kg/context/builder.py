@@ -52,7 +52,8 @@ from kg.search import FALLBACK_WARNING
 # first two nodes, content-less matches (a document's title) at half their score. 7: anchors per
 # 50 tokens (16 at 800), a snippet (a third of the allowance, the sentence that matches) past
 # the first two nodes, shorter reasons, breadcrumbs without the file and the node's own name,
-# scores to 3 digits, hop absent when 0.
+# scores to 3 digits, hop absent when 0; a hop walks through an entity a section MENTIONS to the
+# other sections naming it, without showing the entity.
 BUILDER_VERSION = 7
 
 # Each frontier node offers at least this many of its strongest edges per hop (more when the
@@ -66,6 +67,10 @@ MIN_FANOUT = 16
 # each are kept (merging deeper lists of a multi-part question let the whole question's list
 # crowd out its parts). Measured: +0.02 gold recall at 1,600 tokens (bench/RESULTS.md, M).
 FUSION_DEPTH = 3
+
+# A section names an entity through this edge; a hop walks on to the other sections naming it
+# (ContextBuilder._through) instead of stopping at the entity.
+CONNECTOR_EDGE = "MENTIONS"
 
 
 class GraphSource(Protocol):
@@ -242,11 +247,20 @@ class ContextBuilder:
                 fanout=max(math.ceil(limit / len(frontier)), MIN_FANOUT),
             )
             new: dict[str, _Reached] = {}
+            connectors: dict[str, tuple[float, str]] = {}
             for edge, row in rows:
                 node_id = row.node_id
                 parent_id = edge.from_node if edge.to_node == node_id else edge.to_node
                 parent = reached.get(parent_id)
                 if parent is None or node_id in denied or node_id in reached:
+                    continue
+                if edge.edge_type == CONNECTOR_EDGE and edge.to_node == node_id:
+                    if gov.admit(row.node_type, row.labels, row.governed_by, node_id).denied:
+                        denied.add(node_id)
+                        continue
+                    strength = parent.score * weight_factor(edge.weight)
+                    if strength > connectors.get(node_id, (0.0, ""))[0]:
+                        connectors[node_id] = (strength, parent_id)
                     continue
                 candidate = new.get(node_id)
                 verdict = (
@@ -274,11 +288,62 @@ class ContextBuilder:
                 reason = f"hop {hop} from {parent_id} via {edge.edge_type}"
                 if candidate is None or (score, reason) > (candidate.score, candidate.reason):
                     new[node_id] = _Reached(row, verdict, score, reason, hop, edge.edge_id)
+            if connectors:
+                await self._through(req, hop, connectors, reached, new, denied, gov, as_of_time)
             if new:
                 depth = hop
             reached.update(new)
             frontier = sorted(new)
         return depth
+
+    async def _through(
+        self,
+        req: ContextRequest,
+        hop: int,
+        connectors: dict[str, tuple[float, str]],
+        reached: dict[str, _Reached],
+        new: dict[str, _Reached],
+        denied: set[str],
+        gov: Governance,
+        as_of_time: datetime | None,
+    ) -> None:
+        """Sections that name the same entities as this hop's frontier, as part of the same hop:
+        an entity (API object, endpoint, event, concept) is a connector between the sections
+        that mention it, not content, so it is walked through rather than shown (shown, the
+        entities a section names filled the budget while the sections behind them were a hop
+        further, bench/RESULTS.md issue 22)."""
+        wanted = sorted(set(terms(req.task))) if req.task else []
+        limit = max(2 * req.max_nodes, 64)
+        rows = await self.source.neighbours(
+            sorted(connectors),
+            exclude=sorted(set(reached) | set(new) | denied | set(connectors)),
+            edge_types=[CONNECTOR_EDGE],
+            node_types=req.node_types,
+            limit=limit,
+            fanout=max(math.ceil(limit / len(connectors)), MIN_FANOUT),
+        )
+        for edge, row in rows:
+            node_id = row.node_id
+            if edge.from_node != node_id or edge.to_node not in connectors or node_id in denied:
+                continue
+            verdict = gov.admit(row.node_type, row.labels, row.governed_by, node_id)
+            if verdict.denied:
+                denied.add(node_id)
+                continue
+            strength, parent_id = connectors[edge.to_node]
+            score = (
+                strength
+                * HOP_DECAY
+                * weight_factor(edge.weight)
+                / 2  # the two MENTIONS edges' factors, each at most 2, counted as one hop's
+                * recency_factor(row.updated_at, as_of_time)
+                * prior(node_id)
+                * task_overlap(wanted, row.name, row.content)
+            )
+            reason = f"hop {hop} from {parent_id} via {edge.to_node}"
+            candidate = new.get(node_id)
+            if candidate is None or (score, reason) > (candidate.score, candidate.reason):
+                new[node_id] = _Reached(row, verdict, score, reason, hop)
 
     async def _supersede(
         self, req: ContextRequest, reached: dict[str, _Reached], denied: set[str], gov: Governance
