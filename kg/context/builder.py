@@ -289,7 +289,9 @@ class ContextBuilder:
                 if candidate is None or (score, reason) > (candidate.score, candidate.reason):
                     new[node_id] = _Reached(row, verdict, score, reason, hop, edge.edge_id)
             if connectors:
-                await self._through(req, hop, connectors, reached, new, denied, gov, as_of_time)
+                await self._through(
+                    req, hop, connectors, (reached, new, denied), gov, as_of_time, allowed_filter
+                )
             if new:
                 depth = hop
             reached.update(new)
@@ -301,17 +303,18 @@ class ContextBuilder:
         req: ContextRequest,
         hop: int,
         connectors: dict[str, tuple[float, str]],
-        reached: dict[str, _Reached],
-        new: dict[str, _Reached],
-        denied: set[str],
+        state: tuple[dict[str, _Reached], dict[str, _Reached], set[str]],
         gov: Governance,
         as_of_time: datetime | None,
+        allowed_filter: set[str],
     ) -> None:
         """Sections that name the same entities as this hop's frontier, as part of the same hop:
         an entity (API object, endpoint, event, concept) is a connector between the sections
         that mention it, not content, so it is walked through rather than shown (shown, the
         entities a section names filled the budget while the sections behind them were a hop
-        further, bench/RESULTS.md issue 22)."""
+        further, bench/RESULTS.md issue 22). ``state``: what is reached, what this hop adds,
+        what is denied; policy_first's filter applies as in any hop."""
+        reached, new, denied = state
         wanted = sorted(set(terms(req.task))) if req.task else []
         limit = max(2 * req.max_nodes, 64)
         rows = await self.source.neighbours(
@@ -329,6 +332,8 @@ class ContextBuilder:
             verdict = gov.admit(row.node_type, row.labels, row.governed_by, node_id)
             if verdict.denied:
                 denied.add(node_id)
+                continue
+            if allowed_filter and not set(verdict.actions) & allowed_filter:
                 continue
             strength, parent_id = connectors[edge.to_node]
             score = (

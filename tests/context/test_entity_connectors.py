@@ -6,14 +6,16 @@ from __future__ import annotations
 from kg.context.builder import ContextBuilder
 from kg.context.memory_source import MemoryGraph
 from kg.context.service import parse_request
-from kg.events import EdgeAsserted, NodeAsserted
+from kg.events import EdgeAsserted, NodeAsserted, PolicyDefined
+from kg.events.base import DomainEvent
+from kg.events.policy import PolicyRule
 
 SUBSCRIPTIONS = "section:docs/subscriptions.md#lifecycle"
 INVOICES = "section:docs/invoices.md#finalizing"
 UNRELATED = "section:docs/teams.md#members"
 
 
-def billing_graph() -> MemoryGraph:
+def billing_graph(*extra: DomainEvent) -> MemoryGraph:
     def section(node_id: str, text: str) -> NodeAsserted:
         return NodeAsserted(node_id=node_id, node_type="Section", name=node_id, content=text)
 
@@ -32,6 +34,7 @@ def billing_graph() -> MemoryGraph:
             mentions(SUBSCRIPTIONS, "apiobject:invoice"),
             mentions(INVOICES, "apiobject:invoice", weight=3),
             mentions(UNRELATED, "apiobject:role"),
+            *extra,
         ]
     )  # fmt: skip
 
@@ -52,3 +55,21 @@ async def test_an_entity_asked_for_is_still_shown_and_expanded() -> None:
         parse_request(anchors=["apiobject:invoice"], max_depth=1)
     )
     assert {n.node_id for n in graph.nodes} == {"apiobject:invoice", SUBSCRIPTIONS, INVOICES}
+
+
+async def test_policy_first_keeps_to_what_its_policies_allow_through_entities_too() -> None:
+    policy = PolicyDefined(
+        policy_id="policy:billing", name="billing edits",
+        rule=PolicyRule(effect="allow_actions", actions=("edit",), node_ids=(SUBSCRIPTIONS,)),
+    )  # fmt: skip
+    graph = billing_graph(policy)
+    assert INVOICES in {
+        n.node_id
+        for n in (
+            await ContextBuilder(graph).build(parse_request(anchors=[SUBSCRIPTIONS], max_depth=1))
+        ).nodes
+    }, "reached without the filter"
+    built = await ContextBuilder(graph).build(
+        parse_request(mode="policy_first", anchors=[SUBSCRIPTIONS], max_depth=1)
+    )
+    assert INVOICES not in {n.node_id for n in built.nodes}, "no allowed action covers it"
