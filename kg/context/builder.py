@@ -18,6 +18,7 @@ from kg.context.fit import (
     MIN_NODE_TOKENS,
     Meter,
     allowance,
+    cannot_fit,
     edge_cost,
     node_cost,
     shown_node,
@@ -415,6 +416,9 @@ class ContextBuilder:
             if room is not None and room < MIN_NODE_TOKENS:
                 truncated = True
                 break
+            if cannot_fit(item.row, item.reason, room):
+                truncated = True
+                continue
             chars = allowance(req.token_budget, req.max_content_chars, len(chosen))
             node = self._shown(item, chars, query)
             if not meter.fits(node_cost(node)):

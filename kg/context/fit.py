@@ -142,6 +142,16 @@ class Meter:
         self.data += cost[1]
 
 
+def cannot_fit(row: NodeRow, reason: str, room: int | None) -> bool:
+    """True when not even the smallest form of the node (its id, type, name and reason, and
+    the shortest excerpt worth showing) fits ``room``: decided before any excerpt is cut, so a
+    build whose budget is spent does not cut excerpts for every remaining candidate."""
+    if room is None:
+        return False
+    text = min(len(row.content.strip()), MIN_EXCERPT)
+    return estimate_tokens(row.node_id + row.node_type + row.name + reason) + text // 4 > room
+
+
 def shrink_to_fit(
     node: ContextNode, row: NodeRow, meter: Meter, query: Sequence[str]
 ) -> ContextNode | None:
