@@ -135,8 +135,8 @@ async def build_context_graph(
     semantic_k: Annotated[
         SemanticK,
         Field(
-            description="Semantic matches used as anchors (default: token_budget / 100, "
-            "between 8 and 24)",
+            description="Semantic matches used as anchors (default: one per 50 tokens of budget, "
+            "between 12 and 24)",
         ),
     ] = None,
     include_superseded: Annotated[

@@ -72,8 +72,8 @@ class ContextRequest(BaseModel):
     )
     semantic_k: SemanticK = Field(
         default=None,
-        description="Semantic matches used as anchors (default: token_budget / 100, "
-        "between 8 and 24)",
+        description="Semantic matches used as anchors (default: one per 50 tokens of budget, "
+        "between 12 and 24)",
     )
 
     session_id: ShortStr | None = None
