@@ -233,8 +233,7 @@ class ContextBuilder:
     ) -> int:
         frontier = sorted(n for n, r in reached.items() if r.hop == 0)
         wanted = sorted(set(terms(req.task))) if req.task else []
-        # Strongest edges first; twice the node budget leaves room for policy exclusions.
-        limit = max(2 * req.max_nodes, 64)
+        limit = expansion_limit(req)
         depth = 0
         for hop in range(1, req.max_depth + 1):
             if not frontier:
@@ -317,7 +316,7 @@ class ContextBuilder:
         what is denied; policy_first's filter applies as in any hop."""
         reached, new, denied = state
         wanted = sorted(set(terms(req.task))) if req.task else []
-        limit = max(2 * req.max_nodes, 64)
+        limit = expansion_limit(req)
         rows = await self.source.neighbours(
             sorted(connectors),
             exclude=sorted(set(reached) | set(new) | denied | set(connectors)),
@@ -534,6 +533,17 @@ class ContextBuilder:
             status=item.status,
             superseded_by=item.replaced_by,
         )
+
+
+def expansion_limit(req: ContextRequest) -> int:
+    """Neighbours a hop reads, strongest edges first: twice the nodes the build can show
+    (``max_nodes``, or fewer when the token budget cannot show that many: a node takes at least
+    MIN_NODE_TOKENS), which leaves room for policy exclusions. Reading 256 per hop for an
+    800-token build that shows ten nodes was most of a semantic build's time at 100k nodes."""
+    shown = req.max_nodes
+    if req.token_budget is not None:
+        shown = min(shown, req.token_budget // MIN_NODE_TOKENS)
+    return max(2 * shown, 64)
 
 
 def edge_budget(req: ContextRequest) -> int:
