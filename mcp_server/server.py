@@ -46,6 +46,7 @@ from kg.validation import bounded
 from mcp_server import logs, resources
 from mcp_server.state import AppState, KgContext, runtime_of
 from mcp_server.stdio import StdinLines
+from mcp_server.memory_tools import memory_tools
 from mcp_server.tools import kg_tools
 from mcp_server.unreadable import answer_unreadable
 
@@ -182,11 +183,15 @@ def _log_failure(task: asyncio.Task[None]) -> None:
 
 
 def create_server(
-    runtime: Runtime | None = None, *, log_level: LogLevel = "WARNING"
+    runtime: Runtime | None = None,
+    *,
+    log_level: LogLevel = "WARNING",
+    memory_compat: bool = False,
 ) -> KgMCPServer:
     """The kg MCP server. Without ``runtime``, the lifespan opens one from the environment and
     closes it at shutdown; with one (the CLI opens it first, to report a bad database as a
-    plain error), the lifespan lends it and the caller closes it."""
+    plain error), the lifespan lends it and the caller closes it. ``memory_compat`` adds the
+    reference memory server's tools (:mod:`mcp_server.memory_tools`)."""
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[AppState]) -> AsyncIterator[AppState]:
@@ -204,7 +209,7 @@ def create_server(
         version=_version(),
         lifespan=lifespan,
         log_level=log_level,
-        tools=kg_tools(),
+        tools=kg_tools() + (memory_tools() if memory_compat else []),
     )
     resources.register(server)
     lowlevel = server._lowlevel_server
