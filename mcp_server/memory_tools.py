@@ -270,6 +270,7 @@ def memory_tools() -> list[Tool]:
             description=inspect.cleandoc(fn.__doc__ or ""),
             annotations=hints,
         )
+        tool.parameters = inline_refs(tool.parameters)  # as plain as the reference's schemas
         if tool.fn_metadata.output_schema is not None:
             tool.fn_metadata.output_schema = inline_refs(tool.fn_metadata.output_schema)
         built.append(tool)

@@ -53,10 +53,10 @@ def server_env(db_url: str) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def stdio_session(env: dict[str, str], cwd: Path) -> AsyncIterator[ClientSession]:
-    """``python -m kg.cli mcp`` as a subprocess, and an initialised session with it."""
+async def stdio_session(env: dict[str, str], cwd: Path, *args: str) -> AsyncIterator[ClientSession]:
+    """``python -m kg.cli mcp [args]`` as a subprocess, and an initialised session with it."""
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "kg.cli", "mcp"], env=env, cwd=cwd
+        command=sys.executable, args=["-m", "kg.cli", "mcp", *args], env=env, cwd=cwd
     )
     # A real file for the server's stderr (pytest's capture may not have a file descriptor).
     with tempfile.TemporaryFile("w+") as errlog:
