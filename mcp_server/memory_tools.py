@@ -48,7 +48,7 @@ Budget = Annotated[
 
 class EntityOut(BaseModel):
     name: str
-    entityType: str  # noqa: N815  (the reference's field names)
+    entityType: str
     observations: list[str]
     redacted: bool = Field(default=False, description="Absent unless a policy redacts it")
 
@@ -56,7 +56,7 @@ class EntityOut(BaseModel):
 class RelationOut(BaseModel):
     from_: str = Field(alias="from")
     to: str
-    relationType: str  # noqa: N815
+    relationType: str
 
 
 class CutOut(BaseModel):
@@ -69,9 +69,9 @@ class GraphOut(BaseModel):
     entities: list[EntityOut]
     relations: list[RelationOut]
     truncated: CutOut
-    excludedByPolicy: int = Field(description="Entities a policy withholds, counted only")  # noqa: N815
-    tokenBudget: int  # noqa: N815
-    tokenEstimate: int  # noqa: N815
+    excludedByPolicy: int = Field(description="Entities a policy withholds, counted only")
+    tokenBudget: int
+    tokenEstimate: int
 
 
 class Acknowledged(BaseModel):
@@ -90,8 +90,8 @@ class RelationsOut(Acknowledged):
 
 
 class AddedOut(BaseModel):
-    entityName: str  # noqa: N815
-    addedObservations: list[str]  # noqa: N815
+    entityName: str
+    addedObservations: list[str]
 
 
 class ObservationsOut(Acknowledged):
@@ -140,7 +140,8 @@ async def create_entities(
 async def create_relations(
     ctx: KgContext, relations: Relations
 ) -> Annotated[CallToolResult, RelationsOut]:
-    """Create multiple new relations between entities in the knowledge graph. Relations should be in active voice"""
+    """Create multiple new relations between entities in the knowledge graph. Relations should
+    be in active voice"""
     await guard(ctx, "create_relations", _ids([n for r in relations for n in (r.from_, r.to)]))
     written = await memory_write.create_relations(runtime_of(ctx), relations, metadata_of(ctx))
     return _result(_ack(written, relations=[r.model_dump(by_alias=True) for r in written.value]))
@@ -158,7 +159,7 @@ async def add_observations(
 
 async def delete_entities(
     ctx: KgContext,
-    entityNames: Annotated[Names, Field(description="An array of entity names to delete")],  # noqa: N803
+    entityNames: Annotated[Names, Field(description="An array of entity names to delete")],
 ) -> Annotated[CallToolResult, DeletedOut]:
     """Delete multiple entities and their associated relations from the knowledge graph"""
     await guard(ctx, "delete_entities", _ids(entityNames))
@@ -204,7 +205,8 @@ async def search_nodes(
     query: Annotated[
         QueryStr,
         Field(
-            description="The search query to match against entity names, types, and observation content"
+            description="The search query to match against entity names, types, and "
+            "observation content"
         ),
     ],
     token_budget: Budget = None,

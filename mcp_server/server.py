@@ -44,9 +44,9 @@ from kg.events.base import describe_validation_error
 from kg.runtime import Runtime, open_runtime
 from kg.validation import bounded
 from mcp_server import logs, resources
+from mcp_server.memory_tools import memory_tools
 from mcp_server.state import AppState, KgContext, runtime_of
 from mcp_server.stdio import StdinLines
-from mcp_server.memory_tools import memory_tools
 from mcp_server.tools import kg_tools
 from mcp_server.unreadable import answer_unreadable
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from kg.errors import ConcurrencyConflictError, NotFoundError
-from kg.events import EventMetadata
+from kg.events import EventMetadata, PendingEvent
 from kg.events.base import DomainEvent
 from kg.events.memory import (
     MemoryEntityCreated,
@@ -65,11 +65,11 @@ class Written(Generic[T]):
 
 
 @dataclass
-class _Plan(Generic[T]):
+class Plan(Generic[T]):
     value: T
     appends: list[StreamEvent] = field(default_factory=list)
 
-    def add(self, name: str, event: DomainEvent) -> None:
+    def add(self, name: str, event: DomainEvent | PendingEvent) -> None:
         self.appends.append(StreamEvent(stream_of(name), event))
 
 
@@ -82,7 +82,7 @@ class States(dict[str, EntityState | None]):
         self.hidden = hidden
 
 
-async def _hidden(rt: Runtime, names: Sequence[str]) -> set[str]:
+async def hidden_names(rt: Runtime, names: Sequence[str]) -> set[str]:
     """Those of ``names`` whose entity exists but a policy withholds from this caller."""
     ids = {node_id(n): n for n in names}
     async with rt.reader().snapshot() as snap:
@@ -93,16 +93,16 @@ async def _hidden(rt: Runtime, names: Sequence[str]) -> set[str]:
     return {ids[i] for i in existing - admitted}
 
 
-async def _write(
+async def write(
     rt: Runtime,
     names: Sequence[str],
-    decide: Callable[[States], _Plan[T]],
+    decide: Callable[[States], Plan[T]],
     metadata: EventMetadata,
 ) -> Written[T]:
     """Read the streams of ``names``, let ``decide`` plan the events from their states, and
     append them expecting those streams unchanged; on a conflict, read and decide again."""
     wanted = list(dict.fromkeys(names))
-    hidden = await _hidden(rt, wanted)
+    hidden = await hidden_names(rt, wanted)
     conflict: ConcurrencyConflictError | None = None
     for attempt in range(MAX_ATTEMPTS):
         heads = await rt.store.stream_heads(
@@ -147,8 +147,8 @@ async def create_entities(
     """Create the entities whose names are new; the result lists those created (as the
     reference does, an existing name is left as it is; within one call the first wins)."""
 
-    def decide(states: States) -> _Plan[list[Entity]]:
-        plan: _Plan[list[Entity]] = _Plan([])
+    def decide(states: States) -> Plan[list[Entity]]:
+        plan: Plan[list[Entity]] = Plan([])
         seen: set[str] = set()
         for e in entities:
             if states.get(e.name) is not None or e.name in seen or e.name in states.hidden:
@@ -161,7 +161,7 @@ async def create_entities(
             plan.value.append(e.model_copy(update={"observations": list(observations)}))
         return plan
 
-    return await _write(rt, [e.name for e in entities], decide, metadata)
+    return await write(rt, [e.name for e in entities], decide, metadata)
 
 
 async def add_observations(
@@ -170,9 +170,9 @@ async def add_observations(
     """Add observations an entity does not have yet; an unknown entity fails the whole call
     (nothing is written), as in the reference."""
 
-    def decide(states: States) -> _Plan[list[AddedObservations]]:
+    def decide(states: States) -> Plan[list[AddedObservations]]:
         _unknown(states, [a.entity_name for a in additions])
-        plan: _Plan[list[AddedObservations]] = _Plan([])
+        plan: Plan[list[AddedObservations]] = Plan([])
         current = {n: s for n, s in states.items() if s is not None}
         for a in additions:
             state = current[a.entity_name]
@@ -190,7 +190,7 @@ async def add_observations(
             ))  # fmt: skip
         return plan
 
-    return await _write(rt, [a.entity_name for a in additions], decide, metadata)
+    return await write(rt, [a.entity_name for a in additions], decide, metadata)
 
 
 async def delete_entities(
@@ -198,15 +198,15 @@ async def delete_entities(
 ) -> Written[list[str]]:
     """Retire the entities (their relations go with them); unknown names are ignored."""
 
-    def decide(states: States) -> _Plan[list[str]]:
-        plan: _Plan[list[str]] = _Plan([])
+    def decide(states: States) -> Plan[list[str]]:
+        plan: Plan[list[str]] = Plan([])
         for name in dict.fromkeys(names):
             if states.get(name) is not None:
                 plan.add(name, MemoryEntityDeleted(name=name))
                 plan.value.append(name)
         return plan
 
-    return await _write(rt, names, decide, metadata)
+    return await write(rt, names, decide, metadata)
 
 
 async def delete_observations(
@@ -215,8 +215,8 @@ async def delete_observations(
     """Remove observations; unknown entities and observations are ignored. The value is the
     number of observations removed."""
 
-    def decide(states: States) -> _Plan[int]:
-        plan = _Plan(0)
+    def decide(states: States) -> Plan[int]:
+        plan = Plan(0)
         current: dict[str, EntityState | None] = dict(states)
         for d in deletions:
             state = current.get(d.entity_name)
@@ -233,10 +233,10 @@ async def delete_observations(
             ))  # fmt: skip
         return plan
 
-    return await _write(rt, [d.entity_name for d in deletions], decide, metadata)
+    return await write(rt, [d.entity_name for d in deletions], decide, metadata)
 
 
-async def _existing_relations(
+async def existing_relations(
     rt: Runtime, relations: Sequence[Relation]
 ) -> set[tuple[str, str, str]]:
     async with rt.reader().snapshot() as snap:
@@ -255,11 +255,11 @@ async def create_relations(
     """Create the relations that do not exist yet; the result lists those created. Both ends
     must be existing entities: a relation to nothing would be invisible (the reference keeps
     it, and shows it, dangling)."""
-    existing = await _existing_relations(rt, relations)
+    existing = await existing_relations(rt, relations)
 
-    def decide(states: States) -> _Plan[list[Relation]]:
+    def decide(states: States) -> Plan[list[Relation]]:
         _unknown(states, [n for r in relations for n in (r.from_, r.to)])
-        plan: _Plan[list[Relation]] = _Plan([])
+        plan: Plan[list[Relation]] = Plan([])
         seen = set(existing)
         for r in relations:
             if r.key in seen:
@@ -271,17 +271,17 @@ async def create_relations(
             plan.value.append(r)
         return plan
 
-    return await _write(rt, [n for r in relations for n in (r.from_, r.to)], decide, metadata)
+    return await write(rt, [n for r in relations for n in (r.from_, r.to)], decide, metadata)
 
 
 async def delete_relations(
     rt: Runtime, relations: Sequence[Relation], metadata: EventMetadata
 ) -> Written[list[Relation]]:
     """Remove the relations that exist; the result lists those removed."""
-    existing = await _existing_relations(rt, relations)
+    existing = await existing_relations(rt, relations)
 
-    def decide(states: States) -> _Plan[list[Relation]]:
-        plan: _Plan[list[Relation]] = _Plan([])
+    def decide(states: States) -> Plan[list[Relation]]:
+        plan: Plan[list[Relation]] = Plan([])
         seen: set[tuple[str, str, str]] = set()
         for r in relations:
             if r.key not in existing or r.key in seen or states.get(r.from_) is None:
@@ -293,4 +293,4 @@ async def delete_relations(
             plan.value.append(r)
         return plan
 
-    return await _write(rt, [r.from_ for r in relations], decide, metadata)
+    return await write(rt, [r.from_ for r in relations], decide, metadata)

@@ -3,7 +3,6 @@ client, over stdio and streamable HTTP, with several clients writing at once."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -119,9 +118,11 @@ async def test_the_reference_tools_over_stdio(
 
 
 async def test_the_reference_tools_over_http(runtime: Runtime, db_url: str, tmp_path: Path) -> None:
-    async with http_server(server_env(db_url), tmp_path, "--memory-compat") as url:
-        async with http_session(url) as session:
-            await reference_session_script(session)
+    async with (
+        http_server(server_env(db_url), tmp_path, "--memory-compat") as url,
+        http_session(url) as session,
+    ):
+        await reference_session_script(session)
 
 
 async def test_several_clients_writing_at_once_lose_nothing(
@@ -131,46 +132,43 @@ async def test_several_clients_writing_at_once_lose_nothing(
     server with three sessions, all adding observations to one entity at once."""
     env = server_env(db_url)
     per_client = 8
-    async with http_server(env, tmp_path, "--memory-compat") as url:
-        async with stdio_session(env, tmp_path, "--memory-compat") as first:
-            ok(
-                await call(
-                    first, "create_entities", entities=[{"name": "Shared", "entityType": "note"}]
-                )
+    async with (
+        http_server(env, tmp_path, "--memory-compat") as url,
+        stdio_session(env, tmp_path, "--memory-compat") as first,
+    ):
+        ok(
+            await call(
+                first, "create_entities", entities=[{"name": "Shared", "entityType": "note"}]
             )
+        )
 
-            async def writer(session: ClientSession, who: str) -> None:
-                for i in range(per_client):
-                    result = ok(
-                        await call(
-                            session,
-                            "add_observations",
-                            observations=[{"entityName": "Shared", "contents": [f"{who}-{i}"]}],
-                        )
+        async def writer(session: ClientSession, who: str) -> None:
+            for i in range(per_client):
+                result = ok(
+                    await call(
+                        session,
+                        "add_observations",
+                        observations=[{"entityName": "Shared", "contents": [f"{who}-{i}"]}],
                     )
-                    assert result["results"][0]["addedObservations"] == [f"{who}-{i}"]
+                )
+                assert result["results"][0]["addedObservations"] == [f"{who}-{i}"]
 
-            async with (
-                stdio_session(env, tmp_path, "--memory-compat") as second,
-                http_session(url) as h1,
-                http_session(url) as h2,
-                http_session(url) as h3,
-                anyio.create_task_group() as tg,
-            ):
-                clients: dict[str, Any] = {"s1": first, "s2": second, "h1": h1, "h2": h2, "h3": h3}
-                for who, session in clients.items():
-                    tg.start_soon(writer, session, who)
-            graph = ok(await call(first, "open_nodes", names=["Shared"]))
+        async with (
+            stdio_session(env, tmp_path, "--memory-compat") as second,
+            http_session(url) as h1,
+            http_session(url) as h2,
+            http_session(url) as h3,
+            anyio.create_task_group() as tg,
+        ):
+            clients: dict[str, Any] = {"s1": first, "s2": second, "h1": h1, "h2": h2, "h3": h3}
+            for who, session in clients.items():
+                tg.start_soon(writer, session, who)
+        graph = ok(await call(first, "open_nodes", names=["Shared"]))
     expected = {f"{who}-{i}" for who in ("s1", "s2", "h1", "h2", "h3") for i in range(per_client)}
     assert set(graph["entities"][0]["observations"]) == expected
     report = await verify_tenant(runtime.system_pool, runtime.scope.tenant_id)
     assert report.ok, str(report)
-    verified = subprocess.run(
-        [sys.executable, "-m", "kg.cli", "audit", "verify"],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
+    verified = await anyio.run_process(
+        [sys.executable, "-m", "kg.cli", "audit", "verify"], env=env, cwd=tmp_path, check=False
     )
-    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert verified.returncode == 0, (verified.stdout + verified.stderr).decode()
