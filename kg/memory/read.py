@@ -113,71 +113,90 @@ def _relation(r: RelationRow) -> dict[str, str]:
     return {"from": _name(r.from_node), "to": _name(r.to_node), "relationType": r.relation_type}
 
 
-def _fit(
-    ranked: list[Admitted],
-    relations: list[RelationRow],
-    admitted: set[str],
-    budget: int,
-    *,
-    both_ends: bool,
-) -> MemoryGraph:
+#: ranked entities admitted (and loaded) at a time: a read stops loading once its budget is
+#: full, so a 10,000-entity graph costs a page or two, not every row
+PAGE = 200
+RelationKey = tuple[str, str, str]
+
+
+class _Fit:
     """Entities in rank order while they fit, each followed by its relations whose other end
     is admitted (and, with ``both_ends``, already kept)."""
-    graph = MemoryGraph(token_budget=budget, token_estimate=2)
-    by_node: dict[str, list[RelationRow]] = {}
-    for r in relations:
-        if r.from_node in admitted and r.to_node in admitted:
-            by_node.setdefault(r.from_node, []).append(r)
-            if r.to_node != r.from_node:
-                by_node.setdefault(r.to_node, []).append(r)
-    kept: set[str] = set()
-    shown: set[tuple[str, str, str]] = set()
-    stopped = False
-    for a in ranked:
+
+    def __init__(self, budget: int, both_ends: bool) -> None:
+        self.graph = MemoryGraph(token_budget=budget, token_estimate=2)
+        self.both_ends = both_ends
+        self.full = False
+        self.kept: set[str] = set()
+        self.shown: set[RelationKey] = set()
+        self.visible: set[RelationKey] = set()  # relations the caller may see, met so far
+
+    def add(self, a: Admitted, relations: list[RelationRow]) -> None:
+        graph, budget = self.graph, self.graph.token_budget
         entity = _entity(a)
         cost = _tokens(entity)
-        if stopped or (kept and graph.token_estimate + cost > budget):
-            stopped = True
+        if self.full or (self.kept and graph.token_estimate + cost > budget):
+            self.full = True
             graph.cut.entities += 1
-            continue
-        if not kept:  # the first entity always comes, its observations cut to fit
+            return
+        if not self.kept:  # the first entity always comes, its observations cut to fit
             while entity["observations"] and graph.token_estimate + cost > budget:
                 entity["observations"].pop()
                 graph.cut.observations += 1
                 cost = _tokens(entity)
-        kept.add(a.node_id)
+        self.kept.add(a.node_id)
         graph.entities.append(entity)
         graph.token_estimate += cost
-        for r in by_node.get(a.node_id, ()):
+        for r in relations:
             key = (r.from_node, r.relation_type, r.to_node)
-            if key in shown or (both_ends and not {r.from_node, r.to_node} <= kept):
+            if key in self.shown or (self.both_ends and not {r.from_node, r.to_node} <= self.kept):
                 continue
             item = _relation(r)
             if graph.token_estimate + _tokens(item) > budget:
                 continue
-            shown.add(key)
+            self.shown.add(key)
             graph.relations.append(item)
             graph.token_estimate += _tokens(item)
-    visible = {(r.from_node, r.relation_type, r.to_node) for rs in by_node.values() for r in rs}
-    graph.cut.relations = len(visible - shown)
-    return graph
 
 
 Rank = Callable[[Snapshot], Awaitable[list[str]]]
 
 
 async def _read(rt: Runtime, rank: Rank, budget: int, *, both_ends: bool) -> MemoryGraph:
-    """Rank node ids, admit them through the policies, and fit them (all in one snapshot)."""
+    """Rank node ids, then admit them through the policies and fit them a page at a time,
+    all in one snapshot; what the budget left unread is tallied, not loaded."""
+    fit = _Fit(budget, both_ends)
     async with rt.reader().snapshot() as snap:
-        ranked_ids = await rank(snap)
+        ranked = await rank(snap)
         governed = await snap.governed()
-        found = {a.node_id: a for a in await governed.nodes(ranked_ids)}
-        ranked = [found[i] for i in ranked_ids if i in found]
-        relations = await snap.memory.relations([a.node_id for a in ranked])
-        ends = {n for r in relations for n in (r.from_node, r.to_node)} - set(found)
-        others = {a.node_id for a in await governed.nodes(sorted(ends))} if ends else set()
-        admitted = set(found) | others
-        graph = _fit(ranked, relations, admitted, budget, both_ends=both_ends)
+        admitted: set[str] = set()
+        done = 0
+        while done < len(ranked) and not fit.full:
+            page = ranked[done : done + PAGE]
+            done += len(page)
+            found = {a.node_id: a for a in await governed.nodes(page)}
+            admitted.update(found)
+            relations = await snap.memory.relations(list(found))
+            ends = {n for r in relations for n in (r.from_node, r.to_node)} - admitted
+            if ends and not both_ends:  # read_graph shows a relation only between kept ones
+                admitted.update(a.node_id for a in await governed.nodes(sorted(ends)))
+            by_node: dict[str, list[RelationRow]] = {}
+            for r in relations:
+                both_admitted = {r.from_node, r.to_node} <= admitted
+                if both_admitted:  # one a later page may reach counts in relation_count
+                    fit.visible.add((r.from_node, r.relation_type, r.to_node))
+                if both_ends or both_admitted:
+                    for end in dict.fromkeys((r.from_node, r.to_node)):
+                        by_node.setdefault(end, []).append(r)
+            for node in page:
+                if node in found:
+                    fit.add(found[node], by_node.get(node, []))
+        rest = ranked[done:]
+        graph = fit.graph
+        graph.cut.relations = len(fit.visible - fit.shown)
+        if rest:
+            graph.cut.entities += await governed.tally(rest)
+            graph.cut.relations += await snap.memory.relation_count(rest)
         graph.excluded_by_policy = governed.excluded
     return graph
 

@@ -74,6 +74,12 @@ SELECT from_node, to_node, properties ->> 'relation_type', last_position
  ORDER BY last_position DESC, edge_id
 """
 
+_RELATION_COUNT = f"""
+SELECT count(*) FROM kg_edges
+ WHERE tenant_id = $1 AND project_id = $2 AND edge_type LIKE '{EDGE_PREFIX}%'
+   AND (from_node = ANY($3::text[]) OR to_node = ANY($3::text[]))
+"""
+
 _RELATION_KEYS = """
 SELECT e.from_node, e.edge_type, e.to_node
   FROM unnest($3::text[], $4::text[], $5::text[]) AS k(f, t, o)
@@ -104,6 +110,10 @@ class MemoryReader:
         """Memory relations with at least one end in ``node_ids``, newest first."""
         rows = await self.conn.fetch(_RELATIONS, *self._ids, list(node_ids))
         return [RelationRow(r[0], r[1], r[2] or "", int(r[3])) for r in rows]
+
+    async def relation_count(self, node_ids: Sequence[str]) -> int:
+        """How many memory relations touch ``node_ids`` (policies aside: a count only)."""
+        return int(await self.conn.fetchval(_RELATION_COUNT, *self._ids, list(node_ids)))
 
     async def relation_keys(
         self, keys: Sequence[tuple[str, str, str]]

@@ -108,6 +108,14 @@ async def test_reads_are_ranked_and_cut_to_the_budget_saying_what_was_cut(
     kept = {e["name"] for e in graph.entities}
     assert all({r["from"], r["to"]} <= kept for r in graph.relations)
 
+    # Read a page at a time, it keeps the same entities and counts the rest the same way.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(read, "PAGE", 7)
+        paged = await read.read_graph(runtime, token_budget=1000)
+    assert paged.entities == graph.entities and paged.relations == graph.relations
+    assert paged.cut == graph.cut
+    assert graph.cut.relations == 10 - len(graph.relations)
+
     found = await read.search_nodes(runtime, "PERSON 007")
     assert found.entities[0]["name"] == "Person 007"  # the whole name outranks the rest
     assert {"from": "Person 007", "to": "Hub", "relationType": "lives_in"} in found.relations
