@@ -34,7 +34,7 @@ def memory(
     async def go() -> None:
         async with open_runtime() as rt:
             actor = cli_actor()
-            await require(rt, actor, "import_memory")
+            await require(rt, actor, "create_entities")  # the tool it mirrors
             report = await import_memory(rt, path, actor=actor, progress=progress)
             await rt.catch_up()
         console.print(report.summary())

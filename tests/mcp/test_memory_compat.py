@@ -8,10 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from mcp import Client
 from mcp.client.session import ClientSession
+from mcp_types import Implementation
 
 from kg.audit.verify import verify_tenant
 from kg.runtime import Runtime
+from mcp_server.server import create_server
 from tests.mcp.client import (
     TOOLS,
     call,
@@ -22,6 +25,7 @@ from tests.mcp.client import (
     server_env,
     stdio_session,
 )
+from tests.mcp.test_tool_policies import governed
 
 MEMORY_TOOLS = {
     "create_entities",
@@ -172,3 +176,21 @@ async def test_several_clients_writing_at_once_lose_nothing(
         [sys.executable, "-m", "kg.cli", "audit", "verify"], env=env, cwd=tmp_path, check=False
     )
     assert verified.returncode == 0, (verified.stdout + verified.stderr).decode()
+
+
+async def test_memory_tools_are_actions_policies_gate(shop: Runtime) -> None:
+    """Under ``default: deny-writes``, every client may read memory; only a trusted one
+    writes it (the refusal names the policy and is logged)."""
+    await governed(shop)
+    entities = [{"name": "Alice", "entityType": "person", "observations": ["likes tea"]}]
+    server = create_server(shop, memory_compat=True)
+    async with Client(server, client_info=Implementation(name="untrusted", version="1")) as c:
+        refused = error_text(await c.call_tool("create_entities", {"entities": entities}))
+        assert "mcp:untrusted may not run create_entities" in refused
+        assert "policy:default" in refused
+        assert ok(await c.call_tool("read_graph", {}))["entities"] == []
+    async with Client(server, client_info=Implementation(name="trusted-1", version="1")) as c:
+        assert ok(await c.call_tool("create_entities", {"entities": entities}))["position"]
+    async with Client(server, client_info=Implementation(name="untrusted", version="1")) as c:
+        found = ok(await c.call_tool("search_nodes", {"query": "tea"}))
+        assert [e["name"] for e in found["entities"]] == ["Alice"]
