@@ -8,8 +8,11 @@ import warnings
 from pathlib import Path
 
 import anyio
+from mcp import Client
 from mcp.client.session import ClientSession, IncomingMessage
+from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
 from mcp_types import (
+    Implementation,
     ResourceListChangedNotification,
     ResourceUpdatedNotification,
     TextResourceContents,
@@ -19,6 +22,7 @@ from kg.events import PolicyDefined
 from kg.ingest.service import ingest_paths
 from kg.policies.model import PolicyRule
 from kg.runtime import Runtime
+from mcp_server.server import create_server
 from tests.mcp.client import http_server, http_session, server_env, stdio_session
 from tests.mcp.test_resources import FILES, browsable  # noqa: F401  (the fixture)
 
@@ -125,3 +129,27 @@ async def test_a_subscribed_client_hears_of_an_ingest_over_http(
         await change_the_docs(browsable, tmp_path)
         await heard.until(CHARGES)
     assert heard.updated.count(CHARGES) >= 1
+
+
+async def test_a_listening_client_hears_of_an_ingest_the_2026_way(
+    browsable: Runtime,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """``subscriptions/listen`` (protocol 2026-07-28), through the SDK's in-process client."""
+    await deny_the_vault_by_path(browsable)
+    info = Implementation(name="listener", version="1")
+    heard: list[object] = []
+    async with (
+        Client(create_server(browsable), client_info=info) as client,
+        client.listen(
+            resources_list_changed=True, resource_subscriptions=[CHARGES, SECRET]
+        ) as events,
+    ):
+        await change_the_docs(browsable, tmp_path)
+        with anyio.fail_after(30):
+            async for event in events:
+                heard.append(event)
+                if ResourcesListChanged() in heard and ResourceUpdated(uri=CHARGES) in heard:
+                    break
+    # The list change is announced after every node of its batch: the secret's turn was before.
+    assert ResourceUpdated(uri=SECRET) not in heard
