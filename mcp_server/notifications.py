@@ -177,7 +177,7 @@ async def _readable(rt: Runtime, node_ids: list[str]) -> dict[str, tuple[str, ..
     """Those of ``node_ids`` that exist and that no policy denies, with their labels."""
     async with rt.reader().snapshot(catch_up=False) as snap:
         governed = await snap.governed()
-        return {a.node_id: a.row.labels for a in await governed.nodes(node_ids)}
+        return {s.node_id: s.labels for s in await governed.admitted_subjects(node_ids)}
 
 
 async def watching(watch: ResourceWatch, rt: Runtime, bus: SubscriptionBus) -> asyncio.Task[None]:

@@ -115,7 +115,7 @@ def _relation(r: RelationRow) -> dict[str, str]:
 
 #: ranked entities admitted (and loaded) at a time: a read stops loading once its budget is
 #: full, so a 10,000-entity graph costs a page or two, not every row
-PAGE = 200
+PAGE = 50
 RelationKey = tuple[str, str, str]
 
 
@@ -195,7 +195,7 @@ async def _read(rt: Runtime, rank: Rank, budget: int, *, both_ends: bool) -> Mem
         graph = fit.graph
         graph.cut.relations = len(fit.visible - fit.shown)
         if rest:
-            graph.cut.entities += await governed.tally(rest)
+            graph.cut.entities += len(await governed.admitted_subjects(rest))
             graph.cut.relations += await snap.memory.relation_count(rest)
         graph.excluded_by_policy = governed.excluded
     return graph
@@ -219,12 +219,13 @@ async def search_nodes(rt: Runtime, query: str, token_budget: int = SEARCH_BUDGE
 
     async def rank(snap: Snapshot) -> list[str]:
         nonlocal beyond
-        hits = await snap.memory.search(query, SEARCH_CANDIDATES + 1)
-        beyond = max(0, len(hits) - SEARCH_CANDIDATES)
-        return [h.node_id for h in hits[:SEARCH_CANDIDATES]]
+        hits, matches = await snap.memory.search(query, SEARCH_CANDIDATES)
+        beyond = matches - len(hits)
+        return [h.node_id for h in hits]
 
     graph = await _read(rt, rank, token_budget, both_ends=False)
-    graph.cut.entities += beyond  # matches past the candidates: at least one more
+    # Matches past the candidates are counted (policies aside), their relations are not.
+    graph.cut.entities += beyond
     return graph
 
 

@@ -55,7 +55,8 @@ WITH q AS (SELECT lower($3) AS s, websearch_to_tsquery('english', $3) AS ts)
 SELECT n.node_id,
        8 * (lower(n.name) = q.s)::int + 4 * (strpos(lower(n.name), q.s) > 0)::int
        + 2 * (strpos(lower(n.properties ->> 'entity_type'), q.s) > 0)::int
-       + (strpos(lower(n.content), q.s) > 0)::int + ts_rank(n.tsv, q.ts) AS score
+       + (strpos(lower(n.content), q.s) > 0)::int + ts_rank(n.tsv, q.ts) AS score,
+       count(*) OVER () AS matches
   FROM kg_nodes n, q
  WHERE n.tenant_id = $1 AND n.project_id = $2 AND n.node_type = '{NODE_TYPE}'
    AND (strpos(lower(n.name), q.s) > 0
@@ -102,9 +103,10 @@ class MemoryReader:
         rows = await self.conn.fetch(_INDEX, *self._ids)
         return [Ranked(r[0], float(r[1])) for r in rows]
 
-    async def search(self, text: str, limit: int) -> list[Ranked]:
+    async def search(self, text: str, limit: int) -> tuple[list[Ranked], int]:
+        """The ``limit`` best matches, and how many entities match in all."""
         rows = await self.conn.fetch(_SEARCH, *self._ids, text, limit)
-        return [Ranked(r[0], float(r[1])) for r in rows]
+        return [Ranked(r[0], float(r[1])) for r in rows], int(rows[0][2]) if rows else 0
 
     async def relations(self, node_ids: Sequence[str]) -> list[RelationRow]:
         """Memory relations with at least one end in ``node_ids``, newest first."""

@@ -119,6 +119,12 @@ async def test_reads_are_ranked_and_cut_to_the_budget_saying_what_was_cut(
     found = await read.search_nodes(runtime, "PERSON 007")
     assert found.entities[0]["name"] == "Person 007"  # the whole name outranks the rest
     assert {"from": "Person 007", "to": "Hub", "relationType": "lives_in"} in found.relations
+    every = await read.search_nodes(runtime, "person", token_budget=500)
+    assert every.cut.entities > 0 and len(every.entities) + every.cut.entities == 60
+    with pytest.MonkeyPatch.context() as patch:  # fewer candidates ranked: counted all the same
+        patch.setattr(read, "SEARCH_CANDIDATES", 20)
+        fewer = await read.search_nodes(runtime, "person", token_budget=500)
+    assert fewer.entities == every.entities and fewer.cut.entities == every.cut.entities
     words = await read.search_nodes(runtime, "fact person")  # no substring: full text finds it
     assert words.entities
 
