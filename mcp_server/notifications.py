@@ -170,6 +170,8 @@ class ResourceWatch:
         if listed:
             await bus.publish(ResourceUpdated(uri=resources.ROOT))
             await bus.publish(ResourcesListChanged())
+        # A retirement is announced only for a node a client could read before (its policies
+        # go with it): one subscribed to, or one this server saw change since it started.
         self._seen |= set(readable)
 
 
