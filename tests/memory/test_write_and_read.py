@@ -13,6 +13,7 @@ from kg.events import EventMetadata, PolicyDefined
 from kg.memory import read, write
 from kg.memory.model import Entity, ObservationsToAdd, ObservationsToDelete, Relation
 from kg.policies.model import PolicyRule
+from kg.projections.digest import table_digest
 from kg.runtime import Runtime
 
 META = EventMetadata(actor="test")
@@ -163,3 +164,31 @@ async def test_a_denied_entity_is_neither_listed_nor_named_by_a_relation(
     # Creating it again creates nothing (and changes nothing), as for any existing name.
     assert (await write.create_entities(runtime, [entity("Vault", "secret")], META)).value == []
     assert (await read.open_nodes(runtime, ["Alice"])).entities[0]["name"] == "Alice"
+
+
+async def test_the_memory_graph_is_rebuilt_from_the_log_to_the_same_rows(
+    runtime: Runtime,
+) -> None:
+    """Invariant 1 for the memory events: drop the projections, replay, same rows."""
+    await write.create_entities(
+        runtime, [entity("Alice", "person", "a"), entity("Acme", "org"), entity("Bob")], META
+    )
+    await write.create_relations(
+        runtime, [relation("Alice", "works at", "Acme"), relation("Bob", "knows", "Alice")], META
+    )
+    await write.add_observations(
+        runtime, [ObservationsToAdd(entity_name="Alice", contents=["b", "c"])], META
+    )
+    await write.delete_observations(
+        runtime, [ObservationsToDelete(entity_name="Alice", observations=["a"])], META
+    )
+    await write.delete_relations(runtime, [relation("Bob", "knows", "Alice")], META)
+    await write.delete_entities(runtime, ["Acme"], META)
+    await runtime.catch_up()
+    tables = ("kg_nodes", "kg_edges")
+    before = [await table_digest(runtime.system_pool, t) for t in tables]
+    assert (await read.read_graph(runtime)).entities[0]["observations"] == ["b", "c"]
+
+    await runtime.runner.rebuild()
+
+    assert [await table_digest(runtime.system_pool, t) for t in tables] == before
