@@ -1,4 +1,5 @@
-"""``python -m mcp_server [--http] [--host H] [--port P] [--log-level L]``: as ``kg mcp``."""
+"""``python -m mcp_server [--http] [--host H] [--port P] [--log-level L] [--memory-compat]``:
+as ``kg mcp``."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ parser.add_argument("--host")
 parser.add_argument("--port", type=int)
 parser.add_argument("--token", default=os.environ.get("KG_MCP_TOKEN"))
 parser.add_argument("--log-level", default="WARNING")
+parser.add_argument("--memory-compat", action="store_true")
 options = parser.parse_args()
 try:
     asyncio.run(serve(**vars(options)))

@@ -22,6 +22,7 @@ async def serve(
     port: int | None = None,
     token: str | None = None,
     log_level: str = "WARNING",
+    memory_compat: bool = False,
 ) -> None:
     # Imported here: the SDK and uvicorn are not needed before the options are checked.
     from mcp_server.transports import (
@@ -53,7 +54,7 @@ async def serve(
     # Opened here rather than in the server's lifespan so that a database problem is a
     # one-line error and exit 1, not a traceback from inside the transport.
     async with open_runtime() as rt:
-        server = create_server(rt, log_level=cast(LogLevel, level))
+        server = create_server(rt, log_level=cast(LogLevel, level), memory_compat=memory_compat)
         # What start-up loaded (the SDK, its pydantic schemas, the runtime: ~100k objects)
         # lives as long as the process. Frozen, it is no longer rescanned by the collector's
         # full passes, which the allocations of large results trigger now and then and which

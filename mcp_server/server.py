@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
@@ -20,6 +21,7 @@ import anyio
 import pydantic
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.helper_types import ReadResourceContents
+from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
 from mcp.server.stdio import stdio_server
@@ -36,6 +38,8 @@ from mcp_types import (
     PaginatedRequestParams,
     ResourceTemplateReference,
     SetLevelRequestParams,
+    SubscribeRequestParams,
+    UnsubscribeRequestParams,
 )
 
 from kg.db.lost import as_unavailable
@@ -44,6 +48,8 @@ from kg.events.base import describe_validation_error
 from kg.runtime import Runtime, open_runtime
 from kg.validation import bounded
 from mcp_server import logs, resources
+from mcp_server.memory_tools import memory_tools
+from mcp_server.notifications import ResourceWatch, watching
 from mcp_server.state import AppState, KgContext, runtime_of
 from mcp_server.stdio import StdinLines
 from mcp_server.tools import kg_tools
@@ -182,20 +188,40 @@ def _log_failure(task: asyncio.Task[None]) -> None:
 
 
 def create_server(
-    runtime: Runtime | None = None, *, log_level: LogLevel = "WARNING"
+    runtime: Runtime | None = None,
+    *,
+    log_level: LogLevel = "WARNING",
+    memory_compat: bool = False,
 ) -> KgMCPServer:
     """The kg MCP server. Without ``runtime``, the lifespan opens one from the environment and
     closes it at shutdown; with one (the CLI opens it first, to report a bad database as a
-    plain error), the lifespan lends it and the caller closes it."""
+    plain error), the lifespan lends it and the caller closes it. ``memory_compat`` adds the
+    reference memory server's tools (:mod:`mcp_server.memory_tools`)."""
+
+    watch = ResourceWatch()
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[AppState]) -> AsyncIterator[AppState]:
         if runtime is not None:
-            async with projections_kept_current(runtime):
+            async with projections_kept_current(runtime), notifying(runtime):
                 yield AppState(runtime)
             return
-        async with open_runtime() as opened, projections_kept_current(opened):
+        async with open_runtime() as opened, projections_kept_current(opened), notifying(opened):
             yield AppState(opened)
+
+    @asynccontextmanager
+    async def notifying(rt: Runtime) -> AsyncIterator[None]:
+        """Resource change notifications while the server runs (none for a replay)."""
+        if rt.as_of is not None:
+            yield
+            return
+        task = await watching(watch, rt, server._subscriptions)
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
 
     server = KgMCPServer(
         "kg",
@@ -204,10 +230,19 @@ def create_server(
         version=_version(),
         lifespan=lifespan,
         log_level=log_level,
-        tools=kg_tools(),
+        tools=kg_tools() + (memory_tools() if memory_compat else []),
     )
     resources.register(server)
     lowlevel = server._lowlevel_server
     lowlevel.add_request_handler("completion/complete", CompleteRequestParams, server._complete)
     lowlevel.add_request_handler("logging/setLevel", SetLevelRequestParams, logs.set_level)
+    lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, watch.subscribe)
+    lowlevel.add_request_handler(
+        "resources/unsubscribe", UnsubscribeRequestParams, watch.unsubscribe
+    )
+    # Handshake-era clients learn from the capabilities that resources/list_changed is sent
+    # (the 2026-07-28 era derives it from the subscriptions/listen handler the SDK serves).
+    lowlevel.create_initialization_options = functools.partial(  # type: ignore[method-assign]
+        lowlevel.create_initialization_options, NotificationOptions(resources_changed=True)
+    )
     return server

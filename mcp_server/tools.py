@@ -251,7 +251,6 @@ async def record_decision(
         supersedes=supersedes, decision_id=decision_id, metadata=metadata_of(ctx, session_id),
     )  # fmt: skip
     await log(ctx, "info", f"recorded {recorded.decision_id}")
-    await ctx.notify_resources_changed()  # a new kg://decisions/... resource
     return structured(DecisionOut.model_validate(recorded.to_dict()))
 
 
@@ -380,8 +379,6 @@ async def ingest_markdown(
     await log(ctx, "info", f"ingested {report.summary()}")
     for problem in report.problems[:20]:
         await log(ctx, "warning", str(problem))
-    if report.events:
-        await ctx.notify_resources_changed()  # kg:// resources came, changed or went
     return structured(IngestOut.model_validate(report.to_dict()))
 
 

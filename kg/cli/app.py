@@ -66,6 +66,11 @@ COMMANDS: dict[str, Lazy] = {
         "Turn legacy rows into the domain events the live system writes, with provenance "
         "(source: org.db/decisions#42).",
     ),
+    "import": Lazy(
+        "kg.cli.import_command",
+        "import_app",
+        "Import knowledge kept by other tools, with provenance.",
+    ),
     "projections": Lazy(
         "kg.cli.projections", "projections_app", "The read side: status, catch-up, rebuild."
     ),

@@ -20,6 +20,12 @@ def mcp(
         show_default=False,
     ),
     log_level: str = typer.Option("WARNING", help="Server log level (logs go to stderr)."),
+    memory_compat: bool = typer.Option(
+        False,
+        "--memory-compat",
+        help="Also serve the reference MCP memory server's tools (create_entities, read_graph, "
+        "...), backed by the event log: a drop-in for @modelcontextprotocol/server-memory.",
+    ),
 ) -> None:
     """Serve the MCP tools (build_context_graph, record_decision, ...) to an agent.
 
@@ -27,4 +33,13 @@ def mcp(
     KG_DATABASE_URL or the project's embedded one."""
     from mcp_server.serve import serve
 
-    run(lambda: serve(http=http, host=host, port=port, token=token, log_level=log_level))
+    run(
+        lambda: serve(
+            http=http,
+            host=host,
+            port=port,
+            token=token,
+            log_level=log_level,
+            memory_compat=memory_compat,
+        )
+    )

@@ -2,7 +2,8 @@
 
 Every MCP tool is an action of the same name, and each CLI command that reads or writes the
 graph runs as the tool it mirrors (``kg ingest`` and ``kg sync`` as ``ingest_markdown``,
-``kg decision record`` as ``record_decision``, ...). A policy's ``actions`` may name an action,
+``kg decision record`` as ``record_decision``, ``kg import memory`` as ``create_entities``,
+...). A policy's ``actions`` may name an action,
 ``read`` (every reading action), ``write`` (every appending one) or ``*``.
 
 Who may act is decided by the *gating* policies: ``allow_actions`` policies that name actors.
@@ -32,9 +33,25 @@ READ_ACTIONS = frozenset(
         "get_node",
         "find_path",
         "lint_graph",
+        # kg mcp --memory-compat (the reference memory server's tools)
+        "read_graph",
+        "search_nodes",
+        "open_nodes",
     }
 )
-WRITE_ACTIONS = frozenset({"record_context_usage", "record_decision", "ingest_markdown"})
+WRITE_ACTIONS = frozenset(
+    {
+        "record_context_usage",
+        "record_decision",
+        "ingest_markdown",
+        "create_entities",
+        "create_relations",
+        "add_observations",
+        "delete_entities",
+        "delete_observations",
+        "delete_relations",
+    }
+)
 ACTIONS = READ_ACTIONS | WRITE_ACTIONS
 GROUPS = {"read": READ_ACTIONS, "write": WRITE_ACTIONS, "*": ACTIONS}
 

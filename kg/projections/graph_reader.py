@@ -180,6 +180,18 @@ class GraphReader:
         rows = await self.conn.fetch(_SUBJECTS, self.scope.tenant_id, self.scope.project_id)
         return [(r[0], r[1], tuple(r[2]), tuple(r[3])) for r in rows]
 
+    async def subjects_of(
+        self, node_ids: Sequence[str]
+    ) -> list[tuple[str, str, tuple[str, ...], tuple[str, ...]]]:
+        """:meth:`policy_subjects` of ``node_ids`` only (those that exist)."""
+        rows = await self.conn.fetch(
+            _SUBJECTS.replace("ORDER BY n.node_id", "AND n.node_id = ANY($3::text[])"),
+            self.scope.tenant_id,
+            self.scope.project_id,
+            list(node_ids),
+        )
+        return [(r[0], r[1], tuple(r[2]), tuple(r[3])) for r in rows]
+
     async def nodes(self, node_ids: Sequence[str]) -> list[NodeRow]:
         rows = await self.conn.fetch(
             _NODES, self.scope.tenant_id, self.scope.project_id, list(node_ids)

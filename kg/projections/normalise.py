@@ -12,13 +12,17 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from kg.events import memory
 from kg.events.decision import DecisionRecorded
 from kg.events.envelope import RecordedEvent
 from kg.events.knowledge import EdgeAsserted, EdgeRetracted, NodeAsserted, NodeRetired
 from kg.events.policy import PolicyDefined, PolicyRetired
 
 GRAPH_EVENTS = frozenset({"NodeAsserted", "NodeRetired", "EdgeAsserted", "EdgeRetracted"})
-MAPPED = frozenset({"PolicyDefined", "PolicyChanged", "PolicyRetired", "DecisionRecorded"})
+MAPPED = frozenset(
+    {"PolicyDefined", "PolicyChanged", "PolicyRetired", "DecisionRecorded"}
+    | memory.MEMORY_EVENT_TYPES
+)
 
 Change = NodeAsserted | NodeRetired | EdgeAsserted | EdgeRetracted
 
@@ -95,6 +99,33 @@ def _policy(source: RecordedEvent, p: PolicyDefined) -> GraphChange:
     return GraphChange(source, node)
 
 
+def _memory(source: RecordedEvent, event: memory.MemoryEvent) -> GraphChange:
+    """A memory entity is a ``MemoryEntity`` node (its observations, one a line, are its
+    content); a relation is a ``MEMORY_*`` edge that keeps the relation type as written."""
+    if isinstance(event, memory.MemoryEntityDeleted):
+        return GraphChange(source, NodeRetired.model_construct(node_id=memory.node_id(event.name)))
+    if isinstance(event, memory.MemoryRelationCreated | memory.MemoryRelationDeleted):
+        kind = memory.edge_type(event.relation_type)
+        a, b = memory.node_id(event.from_name), memory.node_id(event.to_name)
+        if isinstance(event, memory.MemoryRelationDeleted):
+            retracted = EdgeRetracted.model_construct(edge_type=kind, from_node=a, to_node=b)
+            return GraphChange(source, retracted)
+        asserted = EdgeAsserted.model_construct(
+            edge_type=kind, from_node=a, to_node=b,
+            properties={"relation_type": event.relation_type},
+        )  # fmt: skip
+        return GraphChange(source, asserted)
+    node = NodeAsserted.model_construct(
+        node_id=memory.node_id(event.name),
+        node_type=memory.NODE_TYPE,
+        name=event.name,
+        content="\n".join(event.observations),
+        properties={"entity_type": event.entity_type, "observations": list(event.observations)},
+        labels=memory.entity_labels(event.entity_type),
+    )
+    return GraphChange(source, node)
+
+
 def graph_changes(events: Iterable[RecordedEvent]) -> Iterator[GraphChange]:
     """The graph-level changes in ``events``, in order, with domain events rewritten."""
     for e in events:
@@ -109,3 +140,5 @@ def graph_changes(events: Iterable[RecordedEvent]) -> Iterator[GraphChange]:
             yield GraphChange(e, NodeRetired.model_construct(node_id=event.policy_id))
         elif isinstance(event, DecisionRecorded):
             yield from _decision(e, event)
+        elif isinstance(event, memory.MEMORY_EVENTS):
+            yield _memory(e, event)

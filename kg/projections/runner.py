@@ -123,7 +123,9 @@ class _Behind:
     until: int | None
 
 
-# A catch-up that applied at least this many events refreshes the tables' statistics.
+# Once a runner has applied this many events to a projection since its last ANALYZE (in one
+# catch-up or in many small ones: an import through the write path catches up per chunk), it
+# refreshes that table's statistics.
 ANALYZE_AFTER = 1000
 
 
@@ -143,6 +145,7 @@ class ProjectionRunner:
         bulk_threshold: int = 50_000,
     ) -> None:
         self._pool = pool
+        self._unanalyzed: dict[str, int] = {}  # projection -> events applied since ANALYZE
         self._store = EventStore(pool)
         self.projections = list(projections)
         self.ctx = ctx
@@ -272,8 +275,16 @@ class ProjectionRunner:
                 applied = await self._replay_in_lanes(selected, behind)
             finally:
                 await self._finish(selected)
-        if applied >= ANALYZE_AFTER:
-            await self._analyze(selected)
+        stale = []
+        for projection in selected:
+            count = self._unanalyzed.get(projection.name, 0) + applied
+            self._unanalyzed[projection.name] = count
+            if count >= ANALYZE_AFTER:
+                stale.append(projection)
+        if stale:
+            await self._analyze(stale)
+            for projection in stale:
+                self._unanalyzed[projection.name] = 0
         return applied
 
     async def _analyze(self, selected: Sequence[Projection]) -> None:

@@ -104,6 +104,22 @@ class Governed:
                 chosen.append(s.node_id)
         return counts, await self.nodes(chosen)
 
+    async def admitted_subjects(self, node_ids: Sequence[str]) -> list[Subject]:
+        """Those of ``node_ids`` that exist and pass the policies, as the policies see them
+        (id, type, labels), each decided (a denied one counted as excluded) without loading
+        names or content: what a result cut short by its budget reports it left out, what a
+        change notification may name."""
+        passed = []
+        for row in await self._graph.subjects_of(node_ids):
+            s = Subject(*row)
+            verdict = self._decided.get(s.node_id)
+            if verdict is None:
+                verdict = self.governance.admit(s.node_type, s.labels, s.governed_by, s.node_id)
+                self._decided[s.node_id] = verdict
+            if not verdict.denied:
+                passed.append(s)
+        return passed
+
     async def subjects(self, node_ids: Sequence[str]) -> list[Subject]:
         """What the policies see of these nodes (id, type, labels, governing policies), for
         the action guard and explanations: no name, no content, nothing decided or counted."""

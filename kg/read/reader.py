@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from kg.policies.model import Policy
     from kg.projections.graph_reader import GraphReader
     from kg.read.governed import Governed
+    from kg.read.memory import MemoryReader
 
 # The graph side (projection reader, policies, models, builder) is imported on first use: a
 # sync's comparison reads only need the snapshot's connection, and a commit's post-commit sync
@@ -61,6 +62,14 @@ class Snapshot:
 
             self._reader = GraphReader(self.conn, self.scope)
         return self._reader
+
+    @property
+    def memory(self) -> MemoryReader:
+        """Ids and ranks of memory entities, ends of memory relations (:mod:`kg.read.memory`);
+        their content only through :meth:`governed`."""
+        from kg.read.memory import MemoryReader
+
+        return MemoryReader(self.conn, self.scope)
 
     async def governed(self) -> Governed:
         """A policy-checked view for one query: its own tally of what the policies did."""

@@ -83,6 +83,8 @@ NO_GRAPH_CONTENT = {
     # The operator's erasure: prints positions, stream and node ids and digests (never
     # content), on the system role like the trail.
     "erase",
+    # Prints counts and the file's own lines it skipped (with their reasons), never the graph.
+    "import memory",
 }  # fmt: skip
 
 

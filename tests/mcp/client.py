@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from mcp.client.session import ClientSession
+from mcp.client.session import ClientSession, MessageHandlerFnT
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -53,17 +53,23 @@ def server_env(db_url: str) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def stdio_session(env: dict[str, str], cwd: Path) -> AsyncIterator[ClientSession]:
-    """``python -m kg.cli mcp`` as a subprocess, and an initialised session with it."""
+async def stdio_session(
+    env: dict[str, str], cwd: Path, *args: str, message_handler: MessageHandlerFnT | None = None
+) -> AsyncIterator[ClientSession]:
+    """``python -m kg.cli mcp [args]`` as a subprocess, and an initialised session with it."""
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "kg.cli", "mcp"], env=env, cwd=cwd
+        command=sys.executable, args=["-m", "kg.cli", "mcp", *args], env=env, cwd=cwd
     )
     # A real file for the server's stderr (pytest's capture may not have a file descriptor).
     with tempfile.TemporaryFile("w+") as errlog:
         async with (
             stdio_client(params, errlog=errlog) as (read, write),
             ClientSession(
-                read, write, client_info=CLIENT, read_timeout_seconds=READ_TIMEOUT
+                read,
+                write,
+                client_info=CLIENT,
+                read_timeout_seconds=READ_TIMEOUT,
+                message_handler=message_handler,
             ) as session,
         ):
             await session.initialize()
@@ -71,13 +77,19 @@ async def stdio_session(env: dict[str, str], cwd: Path) -> AsyncIterator[ClientS
 
 
 @asynccontextmanager
-async def http_session(url: str, token: str | None = None) -> AsyncIterator[ClientSession]:
+async def http_session(
+    url: str, token: str | None = None, message_handler: MessageHandlerFnT | None = None
+) -> AsyncIterator[ClientSession]:
     headers = {"Authorization": f"Bearer {token}"} if token else None
     async with (
         create_mcp_http_client(headers=headers) as http,
         streamable_http_client(url, http_client=http) as (read, write),
         ClientSession(
-            read, write, client_info=CLIENT, read_timeout_seconds=READ_TIMEOUT
+            read,
+            write,
+            client_info=CLIENT,
+            read_timeout_seconds=READ_TIMEOUT,
+            message_handler=message_handler,
         ) as session,
     ):
         await session.initialize()

@@ -37,3 +37,29 @@ async def test_a_large_catch_up_leaves_fresh_statistics_on_every_projected_table
     assert applied >= ANALYZE_AFTER
     assert await statistics_rows(system_pool, "kg_nodes") > 0
     assert await statistics_rows(system_pool, "kg_edges") > 0
+
+
+async def test_many_small_catch_ups_adding_up_to_a_large_one_refresh_them_too(
+    store: EventStore, scope: Scope, runner: ProjectionRunner, system_pool: asyncpg.Pool
+) -> None:
+    """An import through the write path (``kg import memory``) or a busy server catches up a
+    chunk at a time: the statistics come all the same once the chunks add up."""
+    chunk = ANALYZE_AFTER // 4
+    for c in range(3):
+        await store.append(
+            scope,
+            f"chunk-{c}",
+            [
+                NodeAsserted(node_id=f"file:{c}-{i}", node_type="File", name=f"f{i}")
+                for i in range(chunk)
+            ],
+        )
+        await runner.catch_up()
+    assert await statistics_rows(system_pool, "kg_nodes") == 0  # 3/4 of the way
+    await store.append(
+        scope,
+        "chunk-3",
+        [NodeAsserted(node_id=f"file:3-{i}", node_type="File", name=f"f{i}") for i in range(chunk)],
+    )
+    await runner.catch_up()
+    assert await statistics_rows(system_pool, "kg_nodes") > 0

@@ -27,7 +27,7 @@ SQL_HOMES = (
 RAW = {"kg.db.tenancy.tenant_transaction", "kg.projections.graph_reader.GraphReader"}
 SERVICES = (
     "kg/graph_queries.py", "kg/lineage.py", "kg/decisions.py", "kg/context/service.py",
-    "kg/context/reproduce.py", "kg/cli/", "mcp_server/",
+    "kg/context/reproduce.py", "kg/cli/", "mcp_server/", "kg/memory/",
 )  # fmt: skip
 
 
