@@ -13,6 +13,8 @@ from kg.projections.base import ProjectionContext, json_text, runs
 from kg.projections.normalise import MAPPED, GraphChange, graph_changes
 
 HANDLES = frozenset({"EdgeAsserted", "EdgeRetracted", "NodeRetired"})
+# Read from the log besides HANDLES: expanded into EdgeAsserted changes by graph_changes.
+BATCHED = frozenset({"EdgesAsserted"})
 
 _UPSERT = """
 INSERT INTO kg_edges (tenant_id, project_id, edge_id, edge_type, from_node, to_node, properties,
@@ -50,7 +52,7 @@ def _columns(keys: Sequence[tuple[Any, ...]]) -> list[list[Any]]:
 class EdgesProjection:
     name = "kg_edges"
     #: what the runner reads for this projection (domain events that amount to edges included)
-    event_types = HANDLES | MAPPED
+    event_types = HANDLES | BATCHED | MAPPED
 
     async def apply(
         self, conn: asyncpg.Connection, events: Sequence[RecordedEvent], ctx: ProjectionContext

@@ -149,14 +149,20 @@ class ProjectionRunner:
         self.batch_size = batch_size
         self.maintain_indexes = maintain_indexes
         self.bulk_threshold = bulk_threshold
-        self._indexes_checked = not maintain_indexes
-        # One catch-up of this runner at a time. A catch-up holds the checkpoint rows (FOR
+        # Projections whose bulk-built indexes were checked (see _catch_up_alone).
+        self._indexes_checked: set[str] = (
+            set() if maintain_indexes else {p.name for p in self.projections}
+        )
+        # One catch-up of each projection at a time. A catch-up holds the checkpoint rows (FOR
         # UPDATE) on one pooled connection and reads the log on another; concurrent catch-ups
         # of one process (an MCP server answering several calls while events are pending)
         # queued on those rows, one per connection, left the holder none: a deadlock. Queued
         # here instead, a later caller finds the work done (lag 0) without a second pass.
-        # Other processes have their own pools and still meet at the row locks.
-        self._serial = asyncio.Lock()
+        # The locks are per projection (taken in name order), so catch-ups of disjoint sets
+        # (an ingest's kg_nodes lane beside its other lane) run side by side: they lock
+        # different checkpoint rows. Other processes have their own pools and still meet at
+        # the row locks.
+        self._serial = {p.name: asyncio.Lock() for p in self.projections}
 
     def _select(self, names: Sequence[str] | None) -> list[Projection]:
         if not names:
@@ -237,7 +243,9 @@ class ProjectionRunner:
     ) -> int:
         """``bulk`` None: decide from the lag (at least ``bulk_threshold`` positions behind,
         over all tenants)."""
-        async with self._serial:
+        async with contextlib.AsyncExitStack() as held:
+            for name in sorted(p.name for p in selected):
+                await held.enter_async_context(self._serial[name])
             return await self._catch_up_alone(selected, tenant_id, until, bulk)
 
     async def _catch_up_alone(
@@ -248,11 +256,12 @@ class ProjectionRunner:
         bulk: bool | None,
     ) -> int:
         async with self._pool.acquire() as conn:
-            if not self._indexes_checked:
-                # A rebuild killed between reset and finish leaves a bulk-built index missing.
-                for projection in self.projections:
+            # A rebuild killed between reset and finish leaves a bulk-built index missing.
+            # Only the selected projections: another lane's may be mid-bulk on purpose.
+            for projection in selected:
+                if projection.name not in self._indexes_checked:
                     await projection.finish_rebuild(conn)
-                self._indexes_checked = True
+                    self._indexes_checked.add(projection.name)
             behind = await self._behind(conn, selected, tenant_id, until)
             if not behind and not bulk:
                 return 0  # the common case before every command and tool call
