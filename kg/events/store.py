@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 import asyncpg
 
 from kg.config import Scope
+from kg.db.connect import loads_jsonb
 from kg.db.tenancy import set_tenant
 from kg.errors import (
     ConcurrencyConflictError,
@@ -38,6 +39,7 @@ from kg.events.hashing import (
     canonical_json,
     chain_hash,
 )
+from kg.events.recent import RecentEvents
 
 NOTIFY_CHANNEL = "kg_events"
 MAX_BATCH = 50_000
@@ -176,8 +178,10 @@ def _payload_json(event: DomainEvent) -> tuple[str, str | None]:
 class EventStore:
     """Append-only, hash-chained event log. All methods are safe to call concurrently."""
 
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool, recent: RecentEvents | None = None) -> None:
         self._pool = pool
+        # Where committed appends are recorded for this process's projection runner.
+        self._recent = recent
 
     @property
     def pool(self) -> asyncpg.Pool:
@@ -262,14 +266,21 @@ class EventStore:
             payload_text, content = _payload_json(event)
             prepared.append((item.stream_id, event, payload_text, meta_text))
             contents.append(content)
+        recent = self._recent
+        kept: list[RecordedEvent] | None = [] if recent is not None and then is None else None
         try:
             async with self._pool.acquire() as conn, conn.transaction():
                 results = await _append_locked(
-                    conn, scope, list(counts), expected, prepared, idempotency_key, contents
+                    conn, scope, list(counts), expected, prepared, idempotency_key, contents, kept
                 )
                 if then is not None and not any(r.duplicate for r in results):
                     await then(conn, results)
-                return results
+            if recent is not None:  # committed: the runner may take these instead of reading
+                if kept:
+                    recent.add(scope.tenant_id, kept)
+                elif then is not None:
+                    recent.clear(scope.tenant_id)  # e.g. an erasure: read the log again
+            return results
         except (asyncpg.UndefinedTableError, asyncpg.UndefinedFunctionError) as exc:
             raise SchemaNotReadyError(
                 f"the event store is missing or out of date ({exc}): run `kg init` or "
@@ -429,8 +440,10 @@ async def _append_locked(
     prepared: list[tuple[str, DomainEvent, str, str]],
     idempotency_key: str | None,
     contents: Sequence[str | None] = (),
+    kept: list[RecordedEvent] | None = None,
 ) -> list[AppendResult]:
-    """The append itself, under the lock of the tenant's head: checks, hash chain, one insert."""
+    """The append itself, under the lock of the tenant's head: checks, hash chain, one insert.
+    With ``kept``, the appended events are added to it as a read of the log returns them."""
     await set_tenant(conn, scope.tenant_id)
     head, prev_hash = await conn.fetchrow(_LOCK_HEAD, scope.tenant_id)
     if idempotency_key is not None:
@@ -492,6 +505,9 @@ async def _append_locked(
         [p[3] for p in prepared], prev_hashes, hashes, idempotency_key,
         *([list(contents)] if with_content else []),
     )  # fmt: skip
+    if kept is not None:
+        _keep(kept, scope, recorded_at, idempotency_key, all_positions, event_ids,
+              stream_versions, prepared, prev_hashes, hashes, contents)  # fmt: skip
     return [
         AppendResult(
             stream_id=s,
@@ -503,6 +519,36 @@ async def _append_locked(
         )
         for s in streams
     ]
+
+
+def _keep(
+    kept: list[RecordedEvent],
+    scope: Scope,
+    recorded_at: datetime,
+    idempotency_key: str | None,
+    positions: list[int],
+    event_ids: list[str],
+    versions: list[int],
+    prepared: list[tuple[str, DomainEvent, str, str]],
+    prev_hashes: list[str],
+    hashes: list[str],
+    contents: Sequence[str | None],
+) -> None:
+    """The appended events as :data:`SELECT_EVENT` reads them back: payload and metadata are
+    the jsonb texts the insert stored, decoded as every connection decodes jsonb."""
+    metas: dict[str, dict[str, object]] = {}
+    for i, (stream_id, event, payload_text, meta_text) in enumerate(prepared):
+        meta = metas.get(meta_text)
+        if meta is None:
+            meta = metas[meta_text] = loads_jsonb(meta_text)
+        kept.append(
+            RecordedEvent(
+                positions[i], event_ids[i], scope.tenant_id, scope.project_id, stream_id,
+                versions[i], event.event_type, event.schema_version, loads_jsonb(payload_text),
+                meta, recorded_at, idempotency_key, prev_hashes[i], hashes[i],
+                contents[i] if contents else None,
+            )
+        )  # fmt: skip
 
 
 def _duplicate_results(

@@ -218,7 +218,7 @@ def diff_file(
             EdgeRetracted(edge_type=edge_type, from_node=from_node, to_node=to_node)
         )
         change.edges_retracted += 1
-    asserted = [
+    new_edges = [
         AssertedEdge(
             edge_type=key[0],
             from_node=key[1],
@@ -229,8 +229,8 @@ def diff_file(
         for key, wanted_edge in edges.items()
         if projected.edges.get(key) != wanted_edge
     ]
-    change.events += edge_events(asserted)
-    change.edges_asserted += len(asserted)
+    change.events += edge_events(new_edges)
+    change.edges_asserted += len(new_edges)
     if relations is not None:
         events, asserted, retracted = relations.claim(relpath, claims)
         change.events += events

@@ -32,7 +32,8 @@ import asyncpg
 
 from kg.errors import ValidationError
 from kg.events.envelope import RecordedEvent
-from kg.events.store import SELECT_EVENT, EventStore, log_head, record_from_row
+from kg.events.recent import RecentEvents
+from kg.events.store import SELECT_EVENT, EventStore, log_head, log_head_sql, record_from_row
 from kg.progress import EVENTS_PROJECTED
 from kg.projections.base import Projection, ProjectionContext
 
@@ -60,6 +61,14 @@ SELECT h.tenant_id, h.position AS head,
 HAVING h.position > CASE WHEN count(c.name) < cardinality($1::text[]) THEN 0
                          ELSE min(c.position) END
  ORDER BY h.tenant_id
+"""
+
+
+# The log's head, and its newest erasure (0 for none): one round trip, both by index.
+_HEAD_AND_ERASURE = f"""
+SELECT {log_head_sql("$1")},
+       coalesce((SELECT max(position) FROM kg_events
+                  WHERE tenant_id = $1 AND event_type = 'ContentErased'), 0)
 """
 
 
@@ -141,8 +150,12 @@ class ProjectionRunner:
         batch_size: int = 2000,
         maintain_indexes: bool = True,
         bulk_threshold: int = 50_000,
+        recent: RecentEvents | None = None,
     ) -> None:
         self._pool = pool
+        # What this process appended last (kg.events.recent): a batch it holds whole is taken
+        # from there instead of read back from the log.
+        self.recent = recent
         self._store = EventStore(pool)
         self.projections = list(projections)
         self.ctx = ctx
@@ -385,10 +398,23 @@ class ProjectionRunner:
         its head read first is committed, and a range of positions is complete without reading
         the events the projections skip."""
         async with self._pool.acquire() as conn:
-            head = await log_head(conn, tenant_id)
+            erased = 0
+            if self.recent is None:
+                head = await log_head(conn, tenant_id)
+            else:
+                head, erased = await conn.fetchrow(_HEAD_AND_ERASURE, tenant_id)
             end = min(start + limit, head)
             if end <= start:
                 return _Batch(start, start, [])
+            # Content erased since (a ContentErased after the range's start) may be in the
+            # window still: the log is read then.
+            held = (
+                None
+                if self.recent is None or erased > start
+                else self.recent.take(tenant_id, start, end, types)
+            )
+            if held is not None:
+                return _Batch(start, end, held)
             if types is None:
                 rows = await conn.fetch(_READ_RANGE, tenant_id, start, end)
             else:
@@ -466,6 +492,8 @@ class ProjectionRunner:
     async def rebuild(self, names: Sequence[str] | None = None) -> int:
         """Empty the selected projections and replay every tenant's log into them."""
         selected = self._select(names)
+        if self.recent is not None:
+            self.recent.clear()  # a replay from the start reads the log itself
         async with self._pool.acquire() as conn, conn.transaction():
             for projection in selected:
                 await projection.reset(conn)
