@@ -18,6 +18,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import asyncpg
 
@@ -37,6 +38,7 @@ from kg.events.hashing import (
     GENESIS_HASH,
     EventCanonicaliser,
     canonical_json,
+    canonical_json_plain,
     chain_hash,
 )
 from kg.events.recent import RecentEvents
@@ -150,16 +152,17 @@ def _check_append_args(
         raise ValidationError("idempotency_key must be 1-200 characters")
 
 
-def _payload_json(event: DomainEvent) -> tuple[str, str | None]:
-    """The stored payload's canonical JSON, and the body (canonical JSON) of its erasable
-    content when it keeps some apart (:mod:`kg.events.content`)."""
+def _payload_json(event: DomainEvent) -> tuple[str, str | None, dict[str, Any] | None]:
+    """The stored payload's canonical JSON, the body (canonical JSON) of its erasable
+    content when it keeps some apart (:mod:`kg.events.content`), and the stored payload
+    itself when it is plain JSON (equal to what a read of the log decodes), else None."""
     if not isinstance(event, DomainEvent):
         raise ValidationError(
             f"cannot append {type(event).__name__}: events must be DomainEvent subclasses"
         )
     try:
         payload, body_text = split_erasable(event.to_payload(), event.erasable_fields)
-        text = canonical_json(payload)
+        text, plain = canonical_json_plain(payload)
     except UnicodeEncodeError:
         raise ValidationError(
             f"{event.event_type} payload holds an unpaired surrogate, which is not valid "
@@ -172,7 +175,7 @@ def _payload_json(event: DomainEvent) -> tuple[str, str | None]:
             f"{event.event_type} payload contains a NUL character (\\u0000), which PostgreSQL "
             "cannot store: remove it from the text"
         )
-    return text, body_text
+    return text, body_text, payload if plain else None
 
 
 class EventStore:
@@ -251,6 +254,7 @@ class EventStore:
         meta_texts: dict[int, str] = {}  # one serialisation per distinct metadata object
         prepared: list[tuple[str, DomainEvent, str, str]] = []
         contents: list[str | None] = []  # per event: the body of its erasable content
+        stored: list[dict[str, Any] | None] = []  # per event: its stored payload, if plain
         for item in items:
             event, meta = (
                 (item.event.event, item.event.metadata)
@@ -263,16 +267,18 @@ class EventStore:
                     meta_text = meta_texts[id(meta)] = canonical_json(meta.to_json())
                 except ValueError as exc:
                     raise ValidationError(f"event metadata is not valid JSON: {exc}") from None
-            payload_text, content = _payload_json(event)
+            payload_text, content, plain = _payload_json(event)
             prepared.append((item.stream_id, event, payload_text, meta_text))
+            stored.append(plain)
             contents.append(content)
         recent = self._recent
         kept: list[RecordedEvent] | None = [] if recent is not None and then is None else None
         try:
             async with self._pool.acquire() as conn, conn.transaction():
                 results = await _append_locked(
-                    conn, scope, list(counts), expected, prepared, idempotency_key, contents, kept
-                )
+                    conn, scope, list(counts), expected, prepared, idempotency_key, contents,
+                    kept, stored,
+                )  # fmt: skip
                 if then is not None and not any(r.duplicate for r in results):
                     await then(conn, results)
             if recent is not None:  # committed: the runner may take these instead of reading
@@ -441,6 +447,7 @@ async def _append_locked(
     idempotency_key: str | None,
     contents: Sequence[str | None] = (),
     kept: list[RecordedEvent] | None = None,
+    stored: Sequence[dict[str, Any] | None] = (),
 ) -> list[AppendResult]:
     """The append itself, under the lock of the tenant's head: checks, hash chain, one insert.
     With ``kept``, the appended events are added to it as a read of the log returns them."""
@@ -507,7 +514,7 @@ async def _append_locked(
     )  # fmt: skip
     if kept is not None:
         _keep(kept, scope, recorded_at, idempotency_key, all_positions, event_ids,
-              stream_versions, prepared, prev_hashes, hashes, contents)  # fmt: skip
+              stream_versions, prepared, prev_hashes, hashes, contents, stored)  # fmt: skip
     return [
         AppendResult(
             stream_id=s,
@@ -533,19 +540,23 @@ def _keep(
     prev_hashes: list[str],
     hashes: list[str],
     contents: Sequence[str | None],
+    stored: Sequence[dict[str, Any] | None],
 ) -> None:
     """The appended events as :data:`SELECT_EVENT` reads them back: payload and metadata are
-    the jsonb texts the insert stored, decoded as every connection decodes jsonb."""
+    the jsonb texts the insert stored, decoded as every connection decodes jsonb (a plain
+    payload, ``stored``, is that already)."""
     metas: dict[str, dict[str, object]] = {}
     for i, (stream_id, event, payload_text, meta_text) in enumerate(prepared):
         meta = metas.get(meta_text)
         if meta is None:
             meta = metas[meta_text] = loads_jsonb(meta_text)
+        plain = stored[i] if stored else None
+        payload: dict[str, Any] = plain if plain is not None else loads_jsonb(payload_text)
         kept.append(
             RecordedEvent(
                 positions[i], event_ids[i], scope.tenant_id, scope.project_id, stream_id,
-                versions[i], event.event_type, event.schema_version, loads_jsonb(payload_text),
-                meta, recorded_at, idempotency_key, prev_hashes[i], hashes[i],
+                versions[i], event.event_type, event.schema_version,
+                payload, meta, recorded_at, idempotency_key, prev_hashes[i], hashes[i],
                 contents[i] if contents else None,
             )
         )  # fmt: skip
