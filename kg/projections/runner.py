@@ -215,22 +215,33 @@ class ProjectionRunner:
         *,
         tenant_id: str | None = None,
         until: int | None = None,
+        analyze: bool = True,
     ) -> int:
         """Apply everything new to the selected projections, of every tenant or of
         ``tenant_id`` only (up to that tenant's position ``until``, if given); returns the
-        events applied."""
+        events applied. ``analyze=False``: no statistics refresh after a large catch-up (a
+        caller catching up again and again during one ingest calls :meth:`analyze` once at
+        the end)."""
         if until is not None and tenant_id is None:
             raise ValidationError(
                 f"until={until} is a position in one tenant's log: pass tenant_id as well"
             )
-        return await self._catch_up(self._select(names), tenant_id, until, None)
+        return await self._catch_up(self._select(names), tenant_id, until, None, analyze)
 
     async def catch_up_in_bulk(
-        self, names: Sequence[str] | None = None, *, tenant_id: str | None = None
+        self,
+        names: Sequence[str] | None = None,
+        *,
+        tenant_id: str | None = None,
+        analyze: bool = True,
     ) -> int:
         """:meth:`catch_up` for a caller that dropped the bulk-built indexes (``prepare_bulk``)
         before appending a lot: they are built again, each as soon as its projection is done."""
-        return await self._catch_up(self._select(names), tenant_id, None, True)
+        return await self._catch_up(self._select(names), tenant_id, None, True, analyze)
+
+    async def analyze(self, names: Sequence[str] | None = None) -> None:
+        """Refresh the planner's statistics of the selected projections' tables."""
+        await self._analyze(self._select(names))
 
     async def _behind(
         self,
@@ -253,13 +264,14 @@ class ProjectionRunner:
         tenant_id: str | None,
         until: int | None,
         bulk: bool | None,
+        analyze: bool = True,
     ) -> int:
         """``bulk`` None: decide from the lag (at least ``bulk_threshold`` positions behind,
         over all tenants)."""
         async with contextlib.AsyncExitStack() as held:
             for name in sorted(p.name for p in selected):
                 await held.enter_async_context(self._serial[name])
-            return await self._catch_up_alone(selected, tenant_id, until, bulk)
+            return await self._catch_up_alone(selected, tenant_id, until, bulk, analyze)
 
     async def _catch_up_alone(
         self,
@@ -267,6 +279,7 @@ class ProjectionRunner:
         tenant_id: str | None,
         until: int | None,
         bulk: bool | None,
+        analyze: bool = True,
     ) -> int:
         async with self._pool.acquire() as conn:
             # A rebuild killed between reset and finish leaves a bulk-built index missing.
@@ -294,7 +307,7 @@ class ProjectionRunner:
                 applied = await self._replay_in_lanes(selected, behind)
             finally:
                 await self._finish(selected)
-        if applied >= ANALYZE_AFTER:
+        if analyze and applied >= ANALYZE_AFTER:
             await self._analyze(selected)
         return applied
 

@@ -6,12 +6,16 @@ empty (an anchor build 15 times slower) until autovacuum came by.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import asyncpg
 
 from kg.config import Scope
 from kg.events import EdgeAsserted, EventStore, NodeAsserted
+from kg.ingest.service import ingest_paths
 from kg.projections import ProjectionRunner
 from kg.projections.runner import ANALYZE_AFTER
+from kg.runtime import Runtime
 
 
 async def statistics_rows(pool: asyncpg.Pool, table: str) -> int:
@@ -35,5 +39,28 @@ async def test_a_large_catch_up_leaves_fresh_statistics_on_every_projected_table
     applied = await runner.catch_up()
 
     assert applied >= ANALYZE_AFTER
+    assert await statistics_rows(system_pool, "kg_nodes") > 0
+    assert await statistics_rows(system_pool, "kg_edges") > 0
+
+
+async def test_an_ingest_that_projects_in_the_background_analyzes_once_at_the_end(
+    runtime: Runtime, system_pool: asyncpg.Pool
+) -> None:
+    root = runtime.settings.project_root
+    for i in range(100):  # 11 events a file (10 nodes, their edges in one): over ANALYZE_AFTER
+        sections = "\n\n".join(f"## Part {k}\n\nSee [next](spec-{i + 1}.md)." for k in range(8))
+        (root / f"spec-{i}.md").write_text(f"# Spec {i}\n\n{sections}\n", encoding="utf-8")
+    analyzed: list[tuple[str, ...] | None] = []
+    analyze = runtime.runner.analyze
+
+    async def counting(names: Sequence[str] | None = None) -> None:
+        analyzed.append(None if names is None else tuple(names))
+        await analyze(names)
+
+    runtime.runner.analyze = counting  # type: ignore[method-assign]
+    report = await ingest_paths(runtime, None)
+
+    assert report.projected >= ANALYZE_AFTER
+    assert analyzed == [None], "one refresh of every projection, after the last catch-up"
     assert await statistics_rows(system_pool, "kg_nodes") > 0
     assert await statistics_rows(system_pool, "kg_edges") > 0
