@@ -152,6 +152,12 @@ def _check_append_args(
         raise ValidationError("idempotency_key must be 1-200 characters")
 
 
+def _holds_nul(text: str) -> bool:
+    """Whether canonical JSON ``text`` escapes a NUL character (the substring test first: the
+    pattern scan was a tenth of an append's Python time, and almost no text has the escape)."""
+    return "\\u0000" in text and _JSON_NUL.search(text) is not None
+
+
 def _payload_json(event: DomainEvent) -> tuple[str, str | None, dict[str, Any] | None]:
     """The stored payload's canonical JSON, the body (canonical JSON) of its erasable
     content when it keeps some apart (:mod:`kg.events.content`), and the stored payload
@@ -170,7 +176,7 @@ def _payload_json(event: DomainEvent) -> tuple[str, str | None, dict[str, Any] |
         ) from None
     except ValueError as exc:
         raise ValidationError(f"{event.event_type} payload is not valid JSON: {exc}") from None
-    if _JSON_NUL.search(text) or (body_text is not None and _JSON_NUL.search(body_text)):
+    if _holds_nul(text) or (body_text is not None and _holds_nul(body_text)):
         raise ValidationError(
             f"{event.event_type} payload contains a NUL character (\\u0000), which PostgreSQL "
             "cannot store: remove it from the text"
