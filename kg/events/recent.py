@@ -18,8 +18,10 @@ What is served is exactly what a read of the log would return:
   follows the start of the range (:meth:`ProjectionRunner._read_batch`); an append that erases
   (``then``) clears the tenant's window, and so does a rebuild.
 
-The window is bounded (:data:`MAX_EVENTS` per tenant, oldest dropped first), so a runner that
-falls far behind reads from the database as before.
+The window is bounded (:data:`MAX_EVENTS` and :data:`MAX_BYTES` of stored text per tenant,
+oldest dropped first), so a runner that falls far behind reads from the database as before, and
+what every projection has applied is forgotten (:meth:`RecentEvents.forget`): a long-lived
+process (the MCP server) keeps nothing once it has caught up.
 """
 
 from __future__ import annotations
@@ -30,12 +32,21 @@ from dataclasses import dataclass, field
 from kg.events.envelope import RecordedEvent
 
 MAX_EVENTS = 50_000
+MAX_BYTES = 64 << 20
 
 
 @dataclass
 class _Window:
     first: int  # position of events[0]
     events: list[RecordedEvent] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)  # stored text of each event, in bytes
+    size: int = 0
+
+    def drop_first(self, count: int) -> None:
+        self.size -= sum(self.sizes[:count])
+        del self.events[:count]
+        del self.sizes[:count]
+        self.first += count
 
     @property
     def last(self) -> int:
@@ -45,23 +56,37 @@ class _Window:
 class RecentEvents:
     """Per tenant, the newest contiguous run of positions this process appended."""
 
-    def __init__(self, max_events: int = MAX_EVENTS) -> None:
+    def __init__(self, max_events: int = MAX_EVENTS, max_bytes: int = MAX_BYTES) -> None:
         self.max_events = max_events
+        self.max_bytes = max_bytes
         self._windows: dict[str, _Window] = {}
 
-    def add(self, tenant_id: str, records: Sequence[RecordedEvent]) -> None:
+    def add(self, tenant_id: str, records: Sequence[RecordedEvent], sizes: Sequence[int]) -> None:
         """Records of one committed append, in position order (contiguous: an append's
-        positions are)."""
+        positions are), with the size of each one's stored text."""
         if not records:
             return
         window = self._windows.get(tenant_id)
         if window is None or records[0].position != window.last + 1:
             window = self._windows[tenant_id] = _Window(records[0].position)
         window.events.extend(records)
-        excess = len(window.events) - self.max_events
-        if excess > 0:
-            del window.events[:excess]
-            window.first += excess
+        window.sizes.extend(sizes)
+        window.size += sum(sizes)
+        if len(window.events) > self.max_events:
+            window.drop_first(len(window.events) - self.max_events)
+        while window.size > self.max_bytes:
+            window.drop_first(max(1, len(window.events) // 8))
+        if not window.events:
+            del self._windows[tenant_id]
+
+    def forget(self, tenant_id: str, through: int) -> None:
+        """Drop the events at positions up to ``through`` (every projection has them)."""
+        window = self._windows.get(tenant_id)
+        if window is None or through < window.first:
+            return
+        window.drop_first(min(through - window.first + 1, len(window.events)))
+        if not window.events:
+            del self._windows[tenant_id]
 
     def take(
         self, tenant_id: str, after: int, end: int, types: Sequence[str] | None

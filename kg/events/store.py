@@ -279,6 +279,7 @@ class EventStore:
             contents.append(content)
         recent = self._recent
         kept: list[RecordedEvent] | None = [] if recent is not None and then is None else None
+        sizes = [len(p[2]) + len(c or "") for p, c in zip(prepared, contents, strict=True)]
         try:
             async with self._pool.acquire() as conn, conn.transaction():
                 results = await _append_locked(
@@ -289,7 +290,7 @@ class EventStore:
                     await then(conn, results)
             if recent is not None:  # committed: the runner may take these instead of reading
                 if kept:
-                    recent.add(scope.tenant_id, kept)
+                    recent.add(scope.tenant_id, kept, sizes)
                 elif then is not None:
                     recent.clear(scope.tenant_id)  # e.g. an erasure: read the log again
             return results

@@ -115,6 +115,7 @@ class Projector:
                 await self._finish_lane(None)
             if self.applied >= ANALYZE_AFTER:
                 await self.rt.runner.analyze()
+            self.rt.recent.clear(self.rt.scope.tenant_id)  # all projected: nothing to keep
         finally:
             await self._restore_index()
             self.tail_seconds += time.perf_counter() - start

@@ -307,6 +307,9 @@ class ProjectionRunner:
                 applied = await self._replay_in_lanes(selected, behind)
             finally:
                 await self._finish(selected)
+        if self.recent is not None and until is None and len(selected) == len(self.projections):
+            for tenant in behind:  # every projection has these: the window need not keep them
+                self.recent.forget(tenant.tenant_id, tenant.head)
         if analyze and applied >= ANALYZE_AFTER:
             await self._analyze(selected)
         return applied

@@ -69,16 +69,22 @@ def record(position: int) -> RecordedEvent:
 
 
 def test_a_gap_starts_a_new_window_and_the_oldest_events_go_first() -> None:
-    recent = RecentEvents(max_events=3)
-    recent.add("t", [record(1), record(2)])
-    recent.add("t", [record(4)])  # another process appended position 3
+    recent = RecentEvents(max_events=3, max_bytes=1000)
+    recent.add("t", [record(1), record(2)], [10, 10])
+    recent.add("t", [record(4)], [10])  # another process appended position 3
     assert recent.take("t", 0, 2, None) is None
     assert recent.take("t", 3, 4, None) == [record(4)]
-    recent.add("t", [record(5), record(6), record(7)])
+    recent.add("t", [record(5), record(6), record(7)], [10, 10, 10])
     assert recent.take("t", 3, 7, None) is None, "position 4 was dropped: the window is full"
     assert [e.position for e in recent.take("t", 4, 7, None) or []] == [5, 6, 7]
-    recent.clear("t")
+    recent.forget("t", 5)
     assert recent.take("t", 4, 7, None) is None
+    assert [e.position for e in recent.take("t", 5, 7, None) or []] == [6, 7]
+    recent.add("t", [record(8)], [990])  # over the byte budget: the oldest go
+    assert recent.take("t", 5, 8, None) is None
+    assert [e.position for e in recent.take("t", 7, 8, None) or []] == [8]
+    recent.clear("t")
+    assert recent.take("t", 7, 8, None) is None
 
 
 async def test_a_runner_fed_by_the_window_projects_what_a_rebuild_from_the_log_does(

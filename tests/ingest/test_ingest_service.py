@@ -355,9 +355,10 @@ async def test_a_bulk_load_projects_nodes_and_edges_in_lanes_of_their_own_to_the
         *,
         tenant_id: str | None = None,
         until: int | None = None,
+        analyze: bool = True,
     ) -> int:
         asked.append(None if names is None else list(names))
-        return await real_catch_up(self, names, tenant_id=tenant_id, until=until)
+        return await real_catch_up(self, names, tenant_id=tenant_id, until=until, analyze=analyze)
 
     monkeypatch.setattr(ProjectionRunner, "catch_up", spy)
     project(tmp_path)
