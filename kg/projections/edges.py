@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import asyncpg
 
@@ -40,8 +40,7 @@ DELETE FROM kg_edges e USING unnest($1::text[], $2::text[], $3::text[]) AS x(t, 
 
 
 def _edge_key(g: GraphChange) -> tuple[str, str, str]:
-    edge = g.change
-    assert isinstance(edge, EdgeAsserted | EdgeRetracted)
+    edge = cast(EdgeAsserted | EdgeRetracted, g.change)  # see kg.projections.nodes._key
     return (g.source.tenant_id, g.source.project_id, edge.edge_id)
 
 
