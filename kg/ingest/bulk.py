@@ -106,15 +106,17 @@ class Projector:
         start = time.perf_counter()
         try:
             if self.bulk:
+                # Each lane refreshes its own tables' statistics when it is done: the other
+                # lane's while kg_nodes still builds its index (a bulk ingest is large).
                 async with asyncio.TaskGroup() as group:
                     group.create_task(self._finish_nodes())
                     if self._other_lane:
-                        group.create_task(self._finish_lane(self._other_lane))
+                        group.create_task(self._finish_lane(self._other_lane, analyze=True))
                 self.bulk = False  # the runner has built the indexes again
             else:
                 await self._finish_lane(None)
-            if self.applied >= ANALYZE_AFTER:
-                await self.rt.runner.analyze()
+                if self.applied >= ANALYZE_AFTER:
+                    await self.rt.runner.analyze()
             self.rt.recent.clear(self.rt.scope.tenant_id)  # all projected: nothing to keep
         finally:
             await self._restore_index()
@@ -128,10 +130,14 @@ class Projector:
         applied = await self.rt.runner.catch_up_in_bulk(list(self._nodes_lane), analyze=False)
         if self._counted == self._nodes_lane:
             self.applied += applied
+        await self.rt.runner.analyze(list(self._nodes_lane))
 
-    async def _finish_lane(self, lane: Lane) -> None:
+    async def _finish_lane(self, lane: Lane, *, analyze: bool = False) -> None:
         await self._drain(lane)
         await self._catch_up(lane)
+        if analyze:
+            assert lane is not None
+            await self.rt.runner.analyze(list(lane))
 
     async def abort(self) -> None:
         """After a failure: stop the background catch-ups and put the index back."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import asyncpg
+import pytest
 
 from kg.config import Scope
 from kg.events import EdgeAsserted, EventStore, NodeAsserted
@@ -62,5 +63,30 @@ async def test_an_ingest_that_projects_in_the_background_analyzes_once_at_the_en
 
     assert report.projected >= ANALYZE_AFTER
     assert analyzed == [None], "one refresh of every projection, after the last catch-up"
+    assert await statistics_rows(system_pool, "kg_nodes") > 0
+    assert await statistics_rows(system_pool, "kg_edges") > 0
+
+
+async def test_a_bulk_ingest_analyzes_each_lane_when_it_is_done(
+    runtime: Runtime, system_pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kg.ingest import bulk
+
+    monkeypatch.setattr(bulk, "BULK_MIN_NODES", 1)  # drop the indexes, project in two lanes
+    root = runtime.settings.project_root
+    for i in range(5):
+        (root / f"spec-{i}.md").write_text(f"# Spec {i}\n\n## Part\n\nText.\n", encoding="utf-8")
+    analyzed: list[tuple[str, ...] | None] = []
+    analyze = runtime.runner.analyze
+
+    async def counting(names: Sequence[str] | None = None) -> None:
+        analyzed.append(None if names is None else tuple(names))
+        await analyze(names)
+
+    runtime.runner.analyze = counting  # type: ignore[method-assign]
+    await ingest_paths(runtime, None)
+
+    others = tuple(p.name for p in runtime.runner.projections if p.name != "kg_nodes")
+    assert sorted(analyzed, key=str) == sorted([("kg_nodes",), others], key=str)
     assert await statistics_rows(system_pool, "kg_nodes") > 0
     assert await statistics_rows(system_pool, "kg_edges") > 0
