@@ -139,3 +139,17 @@ async def test_erased_content_is_read_from_the_log_not_from_the_window(
     await runner.catch_up()
     contents = await system_pool.fetch("SELECT content FROM kg_nodes ORDER BY node_id")
     assert [r["content"] for r in contents] == ["[erased]", "[erased]"]
+
+
+def test_the_trail_names_a_batch_of_edges_and_how_many_it_holds() -> None:
+    from kg.audit.trail import describe
+
+    event = _events(6)[-1]
+    stored = RecordedEvent(
+        7, "id7", "t", "p", "doc:m.py", 7, "EdgesAsserted", 1, event.to_payload(), {},
+        datetime(2026, 1, 1, tzinfo=UTC), None, "0" * 64, "1" * 64,
+    )  # fmt: skip
+    subject, what, _ = describe(stored)
+    assert subject == "function:m.py#f0"
+    assert what.startswith("5 edges asserted: function:m.py#f0 -CALLS-> function:m.py#f1; ")
+    assert what.endswith(" and 2 more")
