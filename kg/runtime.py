@@ -14,7 +14,7 @@ import asyncio
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import asyncpg
@@ -34,6 +34,7 @@ from kg.db.urls import redact
 from kg.embeddings import EmbeddingProvider, provider_from_config
 from kg.errors import SchemaNotReadyError
 from kg.events import EventStore
+from kg.events.recent import RecentEvents
 from kg.projections import ProjectionContext, ProjectionRunner, default_projections
 
 if TYPE_CHECKING:
@@ -52,6 +53,8 @@ class Runtime:
     _reader: Reader | None = None
     #: set when reading a kept replay (KG_AS_OF_SCHEMA): the pools see that schema, read-only
     as_of: AsOf | None = None
+    #: this process's latest appends, which its runner projects without reading them back
+    recent: RecentEvents = field(default_factory=RecentEvents)
 
     @property
     def embedder(self) -> EmbeddingProvider:
@@ -65,7 +68,7 @@ class Runtime:
         if self._runner is None:
             ctx = ProjectionContext(self.embedder)
             self._runner = (
-                ProjectionRunner(self.system_pool, default_projections(), ctx)
+                ProjectionRunner(self.system_pool, default_projections(), ctx, recent=self.recent)
                 if self.as_of is None
                 else FrozenProjectionRunner(
                     self.system_pool, default_projections(), ctx, self.as_of
@@ -101,7 +104,7 @@ class Runtime:
         """The store on the restricted application role (RLS on)."""
         if self.as_of is not None:
             return ReadOnlyEventStore(self.app_pool, self.as_of)
-        return EventStore(self.app_pool)
+        return EventStore(self.app_pool, self.recent)
 
     @property
     def system_store(self) -> EventStore:

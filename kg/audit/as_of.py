@@ -235,6 +235,7 @@ class FrozenProjectionRunner(ProjectionRunner):
         *,
         tenant_id: str | None = None,
         until: int | None = None,
+        analyze: bool = True,
     ) -> int:
         return 0
 

@@ -21,7 +21,13 @@ from kg.events.context import ContextGraphBuilt, ContextGraphUsed
 from kg.events.decision import DecisionRecorded
 from kg.events.directives import DirectivesServed
 from kg.events.envelope import RecordedEvent
-from kg.events.knowledge import EdgeAsserted, EdgeRetracted, NodeAsserted, NodeRetired
+from kg.events.knowledge import (
+    EdgeAsserted,
+    EdgeRetracted,
+    EdgesAsserted,
+    NodeAsserted,
+    NodeRetired,
+)
 from kg.events.policy import ActionRefused, PolicyChanged, PolicyDefined, PolicyRetired
 from kg.events.store import SELECT_EVENT, record_from_row
 
@@ -110,6 +116,11 @@ def describe(e: RecordedEvent) -> tuple[str, str, str]:
         verb = "asserted" if isinstance(event, EdgeAsserted) else "retracted"
         edge = f"{event.from_node} -{event.edge_type}-> {event.to_node}"
         return event.from_node, f"edge {verb}: {edge}", ""
+    if isinstance(event, EdgesAsserted):
+        shown = [f"{e.from_node} -{e.edge_type}-> {e.to_node}" for e in event.edges[:3]]
+        more = f" and {len(event.edges) - 3} more" if len(event.edges) > 3 else ""
+        what = f"{len(event.edges)} edges asserted: {'; '.join(shown)}{more}"
+        return event.edges[0].from_node, what, ""
     if isinstance(event, ContextGraphBuilt):
         asked = ", ".join(
             f"{k}={_short(v, 80)}"

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from kg.events.base import DomainEvent
-from kg.events.knowledge import EdgeAsserted, NodeAsserted, edge_id
+from kg.events.knowledge import EdgeAsserted, EdgesAsserted, NodeAsserted, edge_id
 from kg.events.policy import PolicyDefined
 from kg.policies.model import Policy
 from kg.projections.graph_reader import EdgeRow, NodeRow
@@ -50,6 +50,9 @@ class MemoryGraph:
                 graph.add_node(event, at)
             elif isinstance(event, EdgeAsserted):
                 graph.add_edge(event.edge_type, event.from_node, event.to_node, event.weight)
+            elif isinstance(event, EdgesAsserted):
+                for e in event.edges:
+                    graph.add_edge(e.edge_type, e.from_node, e.to_node, e.weight)
             elif isinstance(event, PolicyDefined):
                 rule = policy_properties(event)
                 node = NodeAsserted(

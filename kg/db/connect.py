@@ -56,8 +56,10 @@ def unreachable(url: str, exc: BaseException) -> DatabaseUnavailableError:
 _LONG_DIGITS = re.compile(r"\d{19}")
 
 
-def _loads(text: str) -> Any:
-    """orjson is several times faster on the read path; the stdlib reads what orjson would
+def loads_jsonb(text: str) -> Any:
+    """A jsonb value's text as this application reads it (the codec of every connection).
+
+    orjson is several times faster on the read path; the stdlib reads what orjson would
     refuse or round (a long run of digits, most likely inside a string, only costs speed)."""
     if _LONG_DIGITS.search(text) is None:
         try:
@@ -68,7 +70,7 @@ def _loads(text: str) -> Any:
 
 
 async def _init_connection(conn: asyncpg.Connection) -> None:
-    await conn.set_type_codec("jsonb", encoder=json.dumps, decoder=_loads, schema="pg_catalog")
+    await conn.set_type_codec("jsonb", encoder=json.dumps, decoder=loads_jsonb, schema="pg_catalog")
 
 
 # URLs (redacted) whose application pool could not log in as kg_app and fell back to SET ROLE

@@ -54,14 +54,15 @@ def _word_features(word: str, dimensions: int) -> tuple[tuple[int, ...], tuple[f
     """Return the bucket indices and signed weights of ``word`` and its character trigrams."""
     padded = f"<{word}>"
     # Distinct prefixes keep the word "the" and the trigram "the" in separate features.
-    hashed = [_hash_feature(f"w:{word}", dimensions)]
-    hashed += [_hash_trigram(f"t:{padded[i : i + 3]}", dimensions) for i in range(len(word))]
+    bucket, positive = _hash_feature(f"w:{word}", dimensions)
+    buckets = [bucket]
+    weights = [_WORD_WEIGHT if positive else -_WORD_WEIGHT]
     trigram_weight = 1.0 / math.sqrt(len(word))  # a word of n characters has n trigrams
-    weights = [_WORD_WEIGHT] + [trigram_weight] * len(word)
-    return (
-        tuple(bucket for bucket, _ in hashed),
-        tuple(w if positive else -w for (_, positive), w in zip(hashed, weights, strict=True)),
-    )
+    for i in range(len(word)):  # one loop, no intermediate pairs: most words are new once
+        bucket, positive = _hash_trigram(f"t:{padded[i : i + 3]}", dimensions)
+        buckets.append(bucket)
+        weights.append(trigram_weight if positive else -trigram_weight)
+    return tuple(buckets), tuple(weights)
 
 
 class HashingEmbedder:

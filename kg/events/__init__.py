@@ -6,7 +6,13 @@ from kg.events.decision import DecisionRecorded
 from kg.events.directives import DirectivesServed
 from kg.events.envelope import AppendResult, EventMetadata, PendingEvent, RecordedEvent
 from kg.events.erasure import ContentErased
-from kg.events.knowledge import EdgeAsserted, EdgeRetracted, NodeAsserted, NodeRetired
+from kg.events.knowledge import (
+    EdgeAsserted,
+    EdgeRetracted,
+    EdgesAsserted,
+    NodeAsserted,
+    NodeRetired,
+)
 from kg.events.policy import ActionRefused, PolicyChanged, PolicyDefined, PolicyRetired
 from kg.events.store import EventStore
 
@@ -21,6 +27,7 @@ __all__ = [
     "DomainEvent",
     "EdgeAsserted",
     "EdgeRetracted",
+    "EdgesAsserted",
     "EventMetadata",
     "EventStore",
     "NodeAsserted",

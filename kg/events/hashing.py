@@ -93,6 +93,19 @@ def canonical_json(value: Any) -> str:
     return standard_canonical_json(value)
 
 
+def canonical_json_plain(value: Any) -> tuple[str, bool]:
+    """:func:`canonical_json`, and whether ``value`` is plain JSON that jsonb gives back
+    equal (what the orjson path takes: strings, integers, booleans, null and floats written
+    without exponent, in dicts with string keys and lists): then ``value`` itself is what a
+    read of the stored text returns, and need not be parsed again."""
+    if _orjson_agrees(value):
+        try:
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode(), True
+        except TypeError:  # an integer beyond 64 bits, or a string with a lone surrogate
+            pass
+    return standard_canonical_json(value), False
+
+
 def _orjson_agrees(value: Any) -> bool:
     kind = type(value)
     if kind is str or kind is int or kind is bool or value is None:

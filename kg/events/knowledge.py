@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from kg.events.base import DomainEvent
 
@@ -146,3 +146,47 @@ class EdgeRetracted(DomainEvent):
     @property
     def edge_id(self) -> str:
         return edge_id(self.edge_type, self.from_node, self.to_node)
+
+
+MAX_EDGES_PER_EVENT = 5000
+"""Edges one :class:`EdgesAsserted` carries at most (a writer splits a longer list)."""
+
+
+class AssertedEdge(BaseModel):
+    """One edge of an :class:`EdgesAsserted`: the fields of :class:`EdgeAsserted`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    edge_type: EdgeType
+    from_node: NodeId
+    to_node: NodeId
+    weight: float = Field(default=1.0, ge=0.0, le=1000.0)
+    properties: dict[str, Any] = Field(default_factory=dict)
+
+
+class EdgesAsserted(DomainEvent):
+    """Several edges asserted at once, in order: exactly what as many :class:`EdgeAsserted`
+    events would mean, in one event.
+
+    Why: the edges of one source file (its CONTAINS, CALLS, IMPORTS, links) were two thirds of
+    an ingest's events, and every event costs its own hash link, Merkle leaf, index entries and
+    decoding, whatever its size. The ingest states a file's new or changed edges in one event;
+    the projections and every reader expand it with :meth:`edge_events`.
+    """
+
+    event_type = "EdgesAsserted"
+
+    edges: tuple[AssertedEdge, ...] = Field(min_length=1, max_length=MAX_EDGES_PER_EVENT)
+
+    def edge_events(self) -> list[EdgeAsserted]:
+        """The edges as the single-edge events they stand for (already validated)."""
+        return [
+            EdgeAsserted.model_construct(
+                edge_type=e.edge_type,
+                from_node=e.from_node,
+                to_node=e.to_node,
+                weight=e.weight,
+                properties=e.properties,
+            )
+            for e in self.edges
+        ]

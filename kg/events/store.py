@@ -18,10 +18,12 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import asyncpg
 
 from kg.config import Scope
+from kg.db.connect import loads_jsonb
 from kg.db.tenancy import set_tenant
 from kg.errors import (
     ConcurrencyConflictError,
@@ -36,8 +38,10 @@ from kg.events.hashing import (
     GENESIS_HASH,
     EventCanonicaliser,
     canonical_json,
+    canonical_json_plain,
     chain_hash,
 )
+from kg.events.recent import RecentEvents
 
 NOTIFY_CHANNEL = "kg_events"
 MAX_BATCH = 50_000
@@ -148,16 +152,23 @@ def _check_append_args(
         raise ValidationError("idempotency_key must be 1-200 characters")
 
 
-def _payload_json(event: DomainEvent) -> tuple[str, str | None]:
-    """The stored payload's canonical JSON, and the body (canonical JSON) of its erasable
-    content when it keeps some apart (:mod:`kg.events.content`)."""
+def _holds_nul(text: str) -> bool:
+    """Whether canonical JSON ``text`` escapes a NUL character (the substring test first: the
+    pattern scan was a tenth of an append's Python time, and almost no text has the escape)."""
+    return "\\u0000" in text and _JSON_NUL.search(text) is not None
+
+
+def _payload_json(event: DomainEvent) -> tuple[str, str | None, dict[str, Any] | None]:
+    """The stored payload's canonical JSON, the body (canonical JSON) of its erasable
+    content when it keeps some apart (:mod:`kg.events.content`), and the stored payload
+    itself when it is plain JSON (equal to what a read of the log decodes), else None."""
     if not isinstance(event, DomainEvent):
         raise ValidationError(
             f"cannot append {type(event).__name__}: events must be DomainEvent subclasses"
         )
     try:
         payload, body_text = split_erasable(event.to_payload(), event.erasable_fields)
-        text = canonical_json(payload)
+        text, plain = canonical_json_plain(payload)
     except UnicodeEncodeError:
         raise ValidationError(
             f"{event.event_type} payload holds an unpaired surrogate, which is not valid "
@@ -165,12 +176,12 @@ def _payload_json(event: DomainEvent) -> tuple[str, str | None]:
         ) from None
     except ValueError as exc:
         raise ValidationError(f"{event.event_type} payload is not valid JSON: {exc}") from None
-    if _JSON_NUL.search(text) or (body_text is not None and _JSON_NUL.search(body_text)):
+    if _holds_nul(text) or (body_text is not None and _holds_nul(body_text)):
         raise ValidationError(
             f"{event.event_type} payload contains a NUL character (\\u0000), which PostgreSQL "
             "cannot store: remove it from the text"
         )
-    return text, body_text
+    return text, body_text, payload if plain else None
 
 
 @dataclass(frozen=True)
@@ -185,8 +196,10 @@ class StreamHead:
 class EventStore:
     """Append-only, hash-chained event log. All methods are safe to call concurrently."""
 
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool, recent: RecentEvents | None = None) -> None:
         self._pool = pool
+        # Where committed appends are recorded for this process's projection runner.
+        self._recent = recent
 
     @property
     def pool(self) -> asyncpg.Pool:
@@ -256,6 +269,7 @@ class EventStore:
         meta_texts: dict[int, str] = {}  # one serialisation per distinct metadata object
         prepared: list[tuple[str, DomainEvent, str, str]] = []
         contents: list[str | None] = []  # per event: the body of its erasable content
+        stored: list[dict[str, Any] | None] = []  # per event: its stored payload, if plain
         for item in items:
             event, meta = (
                 (item.event.event, item.event.metadata)
@@ -268,17 +282,27 @@ class EventStore:
                     meta_text = meta_texts[id(meta)] = canonical_json(meta.to_json())
                 except ValueError as exc:
                     raise ValidationError(f"event metadata is not valid JSON: {exc}") from None
-            payload_text, content = _payload_json(event)
+            payload_text, content, plain = _payload_json(event)
             prepared.append((item.stream_id, event, payload_text, meta_text))
+            stored.append(plain)
             contents.append(content)
+        recent = self._recent
+        kept: list[RecordedEvent] | None = [] if recent is not None and then is None else None
+        sizes = [len(p[2]) + len(c or "") for p, c in zip(prepared, contents, strict=True)]
         try:
             async with self._pool.acquire() as conn, conn.transaction():
                 results = await _append_locked(
-                    conn, scope, list(counts), expected, prepared, idempotency_key, contents
-                )
+                    conn, scope, list(counts), expected, prepared, idempotency_key, contents,
+                    kept, stored,
+                )  # fmt: skip
                 if then is not None and not any(r.duplicate for r in results):
                     await then(conn, results)
-                return results
+            if recent is not None:  # committed: the runner may take these instead of reading
+                if kept:
+                    recent.add(scope.tenant_id, kept, sizes)
+                elif then is not None:
+                    recent.clear(scope.tenant_id)  # e.g. an erasure: read the log again
+            return results
         except (asyncpg.UndefinedTableError, asyncpg.UndefinedFunctionError) as exc:
             raise SchemaNotReadyError(
                 f"the event store is missing or out of date ({exc}): run `kg init` or "
@@ -468,8 +492,11 @@ async def _append_locked(
     prepared: list[tuple[str, DomainEvent, str, str]],
     idempotency_key: str | None,
     contents: Sequence[str | None] = (),
+    kept: list[RecordedEvent] | None = None,
+    stored: Sequence[dict[str, Any] | None] = (),
 ) -> list[AppendResult]:
-    """The append itself, under the lock of the tenant's head: checks, hash chain, one insert."""
+    """The append itself, under the lock of the tenant's head: checks, hash chain, one insert.
+    With ``kept``, the appended events are added to it as a read of the log returns them."""
     await set_tenant(conn, scope.tenant_id)
     head, prev_hash = await conn.fetchrow(_LOCK_HEAD, scope.tenant_id)
     if idempotency_key is not None:
@@ -531,6 +558,9 @@ async def _append_locked(
         [p[3] for p in prepared], prev_hashes, hashes, idempotency_key,
         *([list(contents)] if with_content else []),
     )  # fmt: skip
+    if kept is not None:
+        _keep(kept, scope, recorded_at, idempotency_key, all_positions, event_ids,
+              stream_versions, prepared, prev_hashes, hashes, contents, stored)  # fmt: skip
     return [
         AppendResult(
             stream_id=s,
@@ -542,6 +572,40 @@ async def _append_locked(
         )
         for s in streams
     ]
+
+
+def _keep(
+    kept: list[RecordedEvent],
+    scope: Scope,
+    recorded_at: datetime,
+    idempotency_key: str | None,
+    positions: list[int],
+    event_ids: list[str],
+    versions: list[int],
+    prepared: list[tuple[str, DomainEvent, str, str]],
+    prev_hashes: list[str],
+    hashes: list[str],
+    contents: Sequence[str | None],
+    stored: Sequence[dict[str, Any] | None],
+) -> None:
+    """The appended events as :data:`SELECT_EVENT` reads them back: payload and metadata are
+    the jsonb texts the insert stored, decoded as every connection decodes jsonb (a plain
+    payload, ``stored``, is that already)."""
+    metas: dict[str, dict[str, object]] = {}
+    for i, (stream_id, event, payload_text, meta_text) in enumerate(prepared):
+        meta = metas.get(meta_text)
+        if meta is None:
+            meta = metas[meta_text] = loads_jsonb(meta_text)
+        plain = stored[i] if stored else None
+        payload: dict[str, Any] = plain if plain is not None else loads_jsonb(payload_text)
+        kept.append(
+            RecordedEvent(
+                positions[i], event_ids[i], scope.tenant_id, scope.project_id, stream_id,
+                versions[i], event.event_type, event.schema_version,
+                payload, meta, recorded_at, idempotency_key, prev_hashes[i], hashes[i],
+                contents[i] if contents else None,
+            )
+        )  # fmt: skip
 
 
 def _duplicate_results(

@@ -30,6 +30,7 @@ import contextlib
 import time
 
 from kg.projections.nodes import NodesProjection
+from kg.projections.runner import ANALYZE_AFTER
 from kg.runtime import Runtime
 
 BULK_MIN_NODES = 10_000
@@ -88,11 +89,10 @@ class Projector:
                 self._tasks[lane] = asyncio.create_task(self._catch_up(lane))
 
     async def _catch_up(self, lane: Lane) -> None:
-        if lane is None:
-            self.applied += await self.rt.catch_up()
-            return
-        applied = await self.rt.runner.catch_up(list(lane))
-        if lane == self._counted:
+        # No statistics refresh after each of these catch-ups (one every few thousand
+        # events, each an ANALYZE of tables that keep growing): :meth:`finish` does it once.
+        applied = await self.rt.runner.catch_up(None if lane is None else list(lane), analyze=False)
+        if lane is None or lane == self._counted:
             self.applied += applied
 
     async def _drain(self, lane: Lane) -> None:
@@ -106,13 +106,18 @@ class Projector:
         start = time.perf_counter()
         try:
             if self.bulk:
+                # Each lane refreshes its own tables' statistics when it is done: the other
+                # lane's while kg_nodes still builds its index (a bulk ingest is large).
                 async with asyncio.TaskGroup() as group:
                     group.create_task(self._finish_nodes())
                     if self._other_lane:
-                        group.create_task(self._finish_lane(self._other_lane))
+                        group.create_task(self._finish_lane(self._other_lane, analyze=True))
                 self.bulk = False  # the runner has built the indexes again
             else:
                 await self._finish_lane(None)
+                if self.applied >= ANALYZE_AFTER:
+                    await self.rt.runner.analyze()
+            self.rt.recent.clear(self.rt.scope.tenant_id)  # all projected: nothing to keep
         finally:
             await self._restore_index()
             self.tail_seconds += time.perf_counter() - start
@@ -122,13 +127,17 @@ class Projector:
         """The rest of kg_nodes' replay, then its indexes (counted if it is the only lane)."""
         await self._drain(self._nodes_lane)
         assert self._nodes_lane is not None
-        applied = await self.rt.runner.catch_up_in_bulk(list(self._nodes_lane))
+        applied = await self.rt.runner.catch_up_in_bulk(list(self._nodes_lane), analyze=False)
         if self._counted == self._nodes_lane:
             self.applied += applied
+        await self.rt.runner.analyze(list(self._nodes_lane))
 
-    async def _finish_lane(self, lane: Lane) -> None:
+    async def _finish_lane(self, lane: Lane, *, analyze: bool = False) -> None:
         await self._drain(lane)
         await self._catch_up(lane)
+        if analyze:
+            assert lane is not None
+            await self.rt.runner.analyze(list(lane))
 
     async def abort(self) -> None:
         """After a failure: stop the background catch-ups and put the index back."""

@@ -24,9 +24,10 @@ from typing import Any
 
 from kg.directives.config import DEFAULT_CONFIG
 from kg.directives.model import SHARED
-from kg.events import EdgeAsserted, EdgeRetracted, NodeAsserted, NodeRetired
+from kg.events import EdgeAsserted, EdgeRetracted, EdgesAsserted, NodeAsserted, NodeRetired
 from kg.events.base import DomainEvent
 from kg.events.hashing import canonical_json
+from kg.events.knowledge import MAX_EDGES_PER_EVENT, AssertedEdge
 from kg.ingest.entities.names import ENTITY
 from kg.ingest.entities.relations import RelationLedger
 from kg.ingest.model import DOCUMENT, REQUIREMENT, ParsedDocument, ParsedEdge, ParsedNode
@@ -217,25 +218,45 @@ def diff_file(
             EdgeRetracted(edge_type=edge_type, from_node=from_node, to_node=to_node)
         )
         change.edges_retracted += 1
-    for key, wanted_edge in edges.items():
-        if projected.edges.get(key) != wanted_edge:
-            edge_type, from_node, to_node = key
-            change.events.append(
-                EdgeAsserted(
-                    edge_type=edge_type,
-                    from_node=from_node,
-                    to_node=to_node,
-                    weight=wanted_edge.weight,
-                    properties=wanted_edge.properties,
-                )
-            )
-            change.edges_asserted += 1
+    new_edges = [
+        AssertedEdge(
+            edge_type=key[0],
+            from_node=key[1],
+            to_node=key[2],
+            weight=wanted_edge.weight,
+            properties=wanted_edge.properties,
+        )
+        for key, wanted_edge in edges.items()
+        if projected.edges.get(key) != wanted_edge
+    ]
+    change.events += edge_events(new_edges)
+    change.edges_asserted += len(new_edges)
     if relations is not None:
         events, asserted, retracted = relations.claim(relpath, claims)
         change.events += events
         change.edges_asserted += asserted
         change.edges_retracted += retracted
     return change
+
+
+def edge_events(edges: list[AssertedEdge]) -> list[DomainEvent]:
+    """The events asserting ``edges``: one :class:`EdgesAsserted` per up to
+    :data:`MAX_EDGES_PER_EVENT` of them (a lone edge stays an :class:`EdgeAsserted`). A file's
+    edges were two thirds of an ingest's events; per-event costs (hash link, Merkle leaf,
+    index entries, decoding) are paid once per file instead."""
+    if len(edges) == 1:
+        (e,) = edges
+        return [
+            EdgeAsserted(
+                edge_type=e.edge_type,
+                from_node=e.from_node,
+                to_node=e.to_node,
+                weight=e.weight,
+                properties=e.properties,
+            )
+        ]
+    step = MAX_EDGES_PER_EVENT
+    return [EdgesAsserted(edges=tuple(edges[i : i + step])) for i in range(0, len(edges), step)]
 
 
 def mentioned_entities(projected: ProjectedFile, parsed: ParsedDocument | None) -> set[str]:

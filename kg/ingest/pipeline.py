@@ -65,7 +65,13 @@ TXN_EVENTS = 20_000
 POOL_MIN_FILES = 400
 _RETRIES = 3
 # Global order of event kinds inside one transaction (each stream keeps its own order too).
-_KIND_ORDER = {"NodeRetired": 0, "NodeAsserted": 1, "EdgeRetracted": 2, "EdgeAsserted": 3}
+_KIND_ORDER = {
+    "NodeRetired": 0,
+    "NodeAsserted": 1,
+    "EdgeRetracted": 2,
+    "EdgeAsserted": 3,
+    "EdgesAsserted": 3,
+}
 # Told (files written so far, files to write) after each chunk: an MCP tool's progress
 # notifications (the CLI's counters are ``Options.progress``).
 Notify = Callable[[int, int], Awaitable[None]]

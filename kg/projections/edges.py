@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import asyncpg
 
@@ -13,6 +13,8 @@ from kg.projections.base import ProjectionContext, json_text, runs
 from kg.projections.normalise import MAPPED, GraphChange, graph_changes
 
 HANDLES = frozenset({"EdgeAsserted", "EdgeRetracted", "NodeRetired"})
+# Read from the log besides HANDLES: expanded into EdgeAsserted changes by graph_changes.
+BATCHED = frozenset({"EdgesAsserted"})
 
 _UPSERT = """
 INSERT INTO kg_edges (tenant_id, project_id, edge_id, edge_type, from_node, to_node, properties,
@@ -38,8 +40,7 @@ DELETE FROM kg_edges e USING unnest($1::text[], $2::text[], $3::text[]) AS x(t, 
 
 
 def _edge_key(g: GraphChange) -> tuple[str, str, str]:
-    edge = g.change
-    assert isinstance(edge, EdgeAsserted | EdgeRetracted)
+    edge = cast(EdgeAsserted | EdgeRetracted, g.change)  # see kg.projections.nodes._key
     return (g.source.tenant_id, g.source.project_id, edge.edge_id)
 
 
@@ -50,7 +51,7 @@ def _columns(keys: Sequence[tuple[Any, ...]]) -> list[list[Any]]:
 class EdgesProjection:
     name = "kg_edges"
     #: what the runner reads for this projection (domain events that amount to edges included)
-    event_types = HANDLES | MAPPED
+    event_types = HANDLES | BATCHED | MAPPED
 
     async def apply(
         self, conn: asyncpg.Connection, events: Sequence[RecordedEvent], ctx: ProjectionContext

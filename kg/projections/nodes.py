@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import asyncpg
 
@@ -82,8 +82,10 @@ DELETE FROM kg_nodes n USING unnest($1::text[], $2::text[], $3::text[]) AS x(t, 
 
 
 def _key(g: GraphChange) -> tuple[str, str, str]:
-    assert isinstance(g.change, NodeAsserted | NodeRetired)
-    return (g.source.tenant_id, g.source.project_id, g.change.node_id)
+    # A cast, not an isinstance check: a check against the union of two pydantic models went
+    # through ABCMeta and was a sixth of this projection's Python time.
+    node = cast(NodeAsserted | NodeRetired, g.change)
+    return (g.source.tenant_id, g.source.project_id, node.node_id)
 
 
 class NodesProjection:

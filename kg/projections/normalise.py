@@ -1,5 +1,7 @@
 """Domain events that amount to graph changes, rewritten as the typed graph events they mean.
 
+An :class:`~kg.events.knowledge.EdgesAsserted` becomes one change per edge, all of its position.
+
 Policies are nodes; a decision is a node with INFORMED_BY, REFERENCES and SUPERSEDES edges.
 Both graph projections read the log through :func:`graph_changes`, so this mapping exists once.
 Every change is built from the decoded, upcast event (:attr:`RecordedEvent.event`), never from
@@ -15,10 +17,18 @@ from typing import Any
 from kg.events import memory
 from kg.events.decision import DecisionRecorded
 from kg.events.envelope import RecordedEvent
-from kg.events.knowledge import EdgeAsserted, EdgeRetracted, NodeAsserted, NodeRetired
+from kg.events.knowledge import (
+    EdgeAsserted,
+    EdgeRetracted,
+    EdgesAsserted,
+    NodeAsserted,
+    NodeRetired,
+)
 from kg.events.policy import PolicyDefined, PolicyRetired
 
-GRAPH_EVENTS = frozenset({"NodeAsserted", "NodeRetired", "EdgeAsserted", "EdgeRetracted"})
+GRAPH_EVENTS = frozenset(
+    {"NodeAsserted", "NodeRetired", "EdgeAsserted", "EdgeRetracted", "EdgesAsserted"}
+)
 MAPPED = frozenset(
     {"PolicyDefined", "PolicyChanged", "PolicyRetired", "DecisionRecorded"}
     | memory.MEMORY_EVENT_TYPES
@@ -134,6 +144,9 @@ def graph_changes(events: Iterable[RecordedEvent]) -> Iterator[GraphChange]:
         event = e.event
         if isinstance(event, NodeAsserted | NodeRetired | EdgeAsserted | EdgeRetracted):
             yield GraphChange(e, event)
+        elif isinstance(event, EdgesAsserted):  # one event, many edges: each its own change
+            for edge in event.edge_events():
+                yield GraphChange(e, edge)
         elif isinstance(event, PolicyDefined):
             yield _policy(e, event)
         elif isinstance(event, PolicyRetired):

@@ -32,7 +32,8 @@ import asyncpg
 
 from kg.errors import ValidationError
 from kg.events.envelope import RecordedEvent
-from kg.events.store import SELECT_EVENT, EventStore, log_head, record_from_row
+from kg.events.recent import RecentEvents
+from kg.events.store import SELECT_EVENT, EventStore, log_head, log_head_sql, record_from_row
 from kg.progress import EVENTS_PROJECTED
 from kg.projections.base import Projection, ProjectionContext
 
@@ -60,6 +61,14 @@ SELECT h.tenant_id, h.position AS head,
 HAVING h.position > CASE WHEN count(c.name) < cardinality($1::text[]) THEN 0
                          ELSE min(c.position) END
  ORDER BY h.tenant_id
+"""
+
+
+# The log's head, and its newest erasure (0 for none): one round trip, both by index.
+_HEAD_AND_ERASURE = f"""
+SELECT {log_head_sql("$1")},
+       coalesce((SELECT max(position) FROM kg_events
+                  WHERE tenant_id = $1 AND event_type = 'ContentErased'), 0)
 """
 
 
@@ -143,23 +152,33 @@ class ProjectionRunner:
         batch_size: int = 2000,
         maintain_indexes: bool = True,
         bulk_threshold: int = 50_000,
+        recent: RecentEvents | None = None,
     ) -> None:
         self._pool = pool
         self._unanalyzed: dict[str, int] = {}  # projection -> events applied since ANALYZE
+        # What this process appended last (kg.events.recent): a batch it holds whole is taken
+        # from there instead of read back from the log.
+        self.recent = recent
         self._store = EventStore(pool)
         self.projections = list(projections)
         self.ctx = ctx
         self.batch_size = batch_size
         self.maintain_indexes = maintain_indexes
         self.bulk_threshold = bulk_threshold
-        self._indexes_checked = not maintain_indexes
-        # One catch-up of this runner at a time. A catch-up holds the checkpoint rows (FOR
+        # Projections whose bulk-built indexes were checked (see _catch_up_alone).
+        self._indexes_checked: set[str] = (
+            set() if maintain_indexes else {p.name for p in self.projections}
+        )
+        # One catch-up of each projection at a time. A catch-up holds the checkpoint rows (FOR
         # UPDATE) on one pooled connection and reads the log on another; concurrent catch-ups
         # of one process (an MCP server answering several calls while events are pending)
         # queued on those rows, one per connection, left the holder none: a deadlock. Queued
         # here instead, a later caller finds the work done (lag 0) without a second pass.
-        # Other processes have their own pools and still meet at the row locks.
-        self._serial = asyncio.Lock()
+        # The locks are per projection (taken in name order), so catch-ups of disjoint sets
+        # (an ingest's kg_nodes lane beside its other lane) run side by side: they lock
+        # different checkpoint rows. Other processes have their own pools and still meet at
+        # the row locks.
+        self._serial = {p.name: asyncio.Lock() for p in self.projections}
 
     def _select(self, names: Sequence[str] | None) -> list[Projection]:
         if not names:
@@ -199,22 +218,33 @@ class ProjectionRunner:
         *,
         tenant_id: str | None = None,
         until: int | None = None,
+        analyze: bool = True,
     ) -> int:
         """Apply everything new to the selected projections, of every tenant or of
         ``tenant_id`` only (up to that tenant's position ``until``, if given); returns the
-        events applied."""
+        events applied. ``analyze=False``: no statistics refresh after a large catch-up (a
+        caller catching up again and again during one ingest calls :meth:`analyze` once at
+        the end)."""
         if until is not None and tenant_id is None:
             raise ValidationError(
                 f"until={until} is a position in one tenant's log: pass tenant_id as well"
             )
-        return await self._catch_up(self._select(names), tenant_id, until, None)
+        return await self._catch_up(self._select(names), tenant_id, until, None, analyze)
 
     async def catch_up_in_bulk(
-        self, names: Sequence[str] | None = None, *, tenant_id: str | None = None
+        self,
+        names: Sequence[str] | None = None,
+        *,
+        tenant_id: str | None = None,
+        analyze: bool = True,
     ) -> int:
         """:meth:`catch_up` for a caller that dropped the bulk-built indexes (``prepare_bulk``)
         before appending a lot: they are built again, each as soon as its projection is done."""
-        return await self._catch_up(self._select(names), tenant_id, None, True)
+        return await self._catch_up(self._select(names), tenant_id, None, True, analyze)
+
+    async def analyze(self, names: Sequence[str] | None = None) -> None:
+        """Refresh the planner's statistics of the selected projections' tables."""
+        await self._analyze(self._select(names))
 
     async def _behind(
         self,
@@ -237,11 +267,14 @@ class ProjectionRunner:
         tenant_id: str | None,
         until: int | None,
         bulk: bool | None,
+        analyze: bool = True,
     ) -> int:
         """``bulk`` None: decide from the lag (at least ``bulk_threshold`` positions behind,
         over all tenants)."""
-        async with self._serial:
-            return await self._catch_up_alone(selected, tenant_id, until, bulk)
+        async with contextlib.AsyncExitStack() as held:
+            for name in sorted(p.name for p in selected):
+                await held.enter_async_context(self._serial[name])
+            return await self._catch_up_alone(selected, tenant_id, until, bulk, analyze)
 
     async def _catch_up_alone(
         self,
@@ -249,13 +282,15 @@ class ProjectionRunner:
         tenant_id: str | None,
         until: int | None,
         bulk: bool | None,
+        analyze: bool = True,
     ) -> int:
         async with self._pool.acquire() as conn:
-            if not self._indexes_checked:
-                # A rebuild killed between reset and finish leaves a bulk-built index missing.
-                for projection in self.projections:
+            # A rebuild killed between reset and finish leaves a bulk-built index missing.
+            # Only the selected projections: another lane's may be mid-bulk on purpose.
+            for projection in selected:
+                if projection.name not in self._indexes_checked:
                     await projection.finish_rebuild(conn)
-                self._indexes_checked = True
+                    self._indexes_checked.add(projection.name)
             behind = await self._behind(conn, selected, tenant_id, until)
             if not behind and not bulk:
                 return 0  # the common case before every command and tool call
@@ -275,16 +310,14 @@ class ProjectionRunner:
                 applied = await self._replay_in_lanes(selected, behind)
             finally:
                 await self._finish(selected)
-        stale = []
+        if self.recent is not None and until is None and len(selected) == len(self.projections):
+            for tenant in behind:  # every projection has these: the window need not keep them
+                self.recent.forget(tenant.tenant_id, tenant.head)
         for projection in selected:
-            count = self._unanalyzed.get(projection.name, 0) + applied
-            self._unanalyzed[projection.name] = count
-            if count >= ANALYZE_AFTER:
-                stale.append(projection)
-        if stale:
+            self._unanalyzed[projection.name] = self._unanalyzed.get(projection.name, 0) + applied
+        stale = [p for p in selected if self._unanalyzed[p.name] >= ANALYZE_AFTER]
+        if analyze and stale:
             await self._analyze(stale)
-            for projection in stale:
-                self._unanalyzed[projection.name] = 0
         return applied
 
     async def _analyze(self, selected: Sequence[Projection]) -> None:
@@ -298,6 +331,7 @@ class ProjectionRunner:
         async with self._pool.acquire() as conn:
             for projection in selected:
                 await conn.execute(f"ANALYZE {projection.name}")
+                self._unanalyzed[projection.name] = 0
 
     async def _finish(self, selected: Sequence[Projection]) -> None:
         async with self._pool.acquire() as conn:
@@ -387,10 +421,23 @@ class ProjectionRunner:
         its head read first is committed, and a range of positions is complete without reading
         the events the projections skip."""
         async with self._pool.acquire() as conn:
-            head = await log_head(conn, tenant_id)
+            erased = 0
+            if self.recent is None:
+                head = await log_head(conn, tenant_id)
+            else:
+                head, erased = await conn.fetchrow(_HEAD_AND_ERASURE, tenant_id)
             end = min(start + limit, head)
             if end <= start:
                 return _Batch(start, start, [])
+            # Content erased since (a ContentErased after the range's start) may be in the
+            # window still: the log is read then.
+            held = (
+                None
+                if self.recent is None or erased > start
+                else self.recent.take(tenant_id, start, end, types)
+            )
+            if held is not None:
+                return _Batch(start, end, held)
             if types is None:
                 rows = await conn.fetch(_READ_RANGE, tenant_id, start, end)
             else:
@@ -468,6 +515,8 @@ class ProjectionRunner:
     async def rebuild(self, names: Sequence[str] | None = None) -> int:
         """Empty the selected projections and replay every tenant's log into them."""
         selected = self._select(names)
+        if self.recent is not None:
+            self.recent.clear()  # a replay from the start reads the log itself
         async with self._pool.acquire() as conn, conn.transaction():
             for projection in selected:
                 await projection.reset(conn)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from kg.events import EdgeAsserted, EdgeRetracted, NodeAsserted, NodeRetired
+from kg.events import EdgeAsserted, EdgeRetracted, EdgesAsserted, NodeAsserted, NodeRetired
+from kg.events.base import DomainEvent
 from kg.ingest import DEFAULT_SCHEMA, parse_text
 from kg.ingest.diff import (
     SOURCE_KEY,
@@ -50,9 +51,17 @@ def projected_from(doc: ParsedDocument, source: dict[str, str] | None) -> Projec
 SOURCE = {"path": "docs/a.md", "sha256": "x", "fingerprint": "y"}
 
 
-def kinds(events: list[object]) -> list[tuple[str, str]]:
-    out = []
+def flat(events: list[DomainEvent]) -> list[DomainEvent]:
+    """The events with each EdgesAsserted expanded into the EdgeAsserted it stands for."""
+    out: list[DomainEvent] = []
     for e in events:
+        out += e.edge_events() if isinstance(e, EdgesAsserted) else [e]
+    return out
+
+
+def kinds(events: list[DomainEvent]) -> list[tuple[str, str]]:
+    out = []
+    for e in flat(events):
         if isinstance(e, NodeAsserted | NodeRetired):
             out.append((type(e).__name__, e.node_id))
         elif isinstance(e, EdgeAsserted | EdgeRetracted):
@@ -80,10 +89,17 @@ def test_a_new_file_asserts_every_node_and_edge_and_its_requirements() -> None:
     assert "section:docs/a.md#goals|REFERENCES|section:docs/plan.md#steps" in edges
     assert "section:docs/a.md#title|REFERENCES|requirement:FR-1" in edges
     link = next(
-        e for e in change.events if isinstance(e, EdgeAsserted) and e.to_node.endswith("#steps")
+        e
+        for e in flat(change.events)
+        if isinstance(e, EdgeAsserted) and e.to_node.endswith("#steps")
     )
     assert link.properties == {"raw": "plan.md#steps"}, "no line numbers: they churn"
     assert (change.nodes_asserted, change.edges_asserted) == (5, len(doc.edges))
+    batched = [e for e in change.events if isinstance(e, EdgesAsserted)]
+    assert len(batched) == 1 and len(batched[0].edges) == len(doc.edges), (
+        "a file's edges are asserted in one event"
+    )
+    assert not any(isinstance(e, EdgeAsserted) for e in change.events)
 
 
 def test_unchanged_content_gives_no_events_and_known_requirements_are_not_reasserted() -> None:
