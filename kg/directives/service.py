@@ -18,7 +18,7 @@ import numpy as np
 
 from kg.directives.detect import DetectedContext, detect_context
 from kg.directives.model import DIRECTIVE, STRENGTHS, layer_name
-from kg.directives.score import MIN_RELEVANCE, Scored, Scorer, TaskContext, similarities
+from kg.directives.score import MIN_RELEVANCE, STRENGTH_MARGIN, Scored, Scorer, TaskContext, similarities
 from kg.directives.words import words
 from kg.embeddings.cache import query_vector
 from kg.errors import NotFoundError, ValidationError
@@ -178,7 +178,10 @@ async def query_directives(
         scored = []
         for row, sim in zip(cat.rows, sims, strict=True):
             relevance = scorer.relevance(row, sim)
-            if relevance is not None and (relevance >= MIN_RELEVANCE or row.always_apply):
+            if relevance is None:
+                continue
+            bar = MIN_RELEVANCE + STRENGTH_MARGIN.get(row.strength, 0.0)
+            if relevance >= bar or row.always_apply:
                 scored.append(scorer.score(row, sim))
         eligible = sorted(scored, key=lambda s: (-s.score, s.row.node_id))
         gov = (await snap.governed()).governance

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kg.audit.trail import TrailFilter, trail
+from kg.directives.score import MIN_RELEVANCE, STRENGTH_MARGIN
 from kg.directives.service import detect, query_directives
 from kg.errors import NotFoundError, ValidationError
 from kg.events import EventMetadata, NodeAsserted, PolicyDefined
@@ -55,6 +56,56 @@ async def test_a_migration_task_gets_the_migration_musts_first_with_file_and_lin
     assert ".cursor/rules/migrations.mdc:" in served.checklist
     # MCP-tool rules are scoped by globs to mcp_server/: not served for a migration.
     assert not any("MCP client" in t for t in texts)
+
+
+async def test_the_checklist_names_each_file_once_per_strength_and_fits_its_budget(
+    rules: Runtime,
+) -> None:
+    served = await query_directives(
+        rules, task="add a column to the events table", paths=["migrations/versions/0013_x.py"],
+        token_budget=150,
+    )  # fmt: skip
+
+    lines = served.checklist.splitlines()
+    headings = [line for line in lines if line.endswith(":") and not line.startswith("- ")]
+    strengths = [line for line in lines if line.startswith("### ")]
+    assert len(headings) == len(set(zip(*_groups(lines), strict=True))), "one heading a group"
+    for d in served.directives:  # file:line stays recoverable: the line under its file
+        file, _, line = d["source"].rpartition(":")
+        assert f"{file}:" in headings
+        assert f"- L{line} {d['text']}" in lines
+    assert strengths == sorted(strengths, key=["### MUST", "### SHOULD", "### MAY"].index)
+    assert served.token_estimate == (len(served.checklist) + 3) // 4 <= 150
+    assert served.cut_by_budget > 0, "the budget counted the checklist as rendered"
+
+
+def _groups(lines: list[str]) -> tuple[list[str], list[str]]:
+    """(strength, file) of every file heading of a checklist."""
+    strengths, files, strength = [], [], ""
+    for line in lines:
+        if line.startswith("### "):
+            strength = line
+        elif line.endswith(":") and not line.startswith(("- ", "#", "**")):
+            strengths.append(strength)
+            files.append(line)
+    return strengths, files
+
+
+async def test_a_may_needs_more_relevance_than_a_must_of_the_same_section(
+    runtime: Runtime,
+) -> None:
+    (runtime.settings.project_root / "AGENTS.md").write_text(
+        "# Rules\n\n## Testing\n\n- Never mock the database in a test.\n"
+        "- You may use hypothesis in a test.\n"
+    )
+    await ingest_paths(runtime, None)
+
+    served = await query_directives(runtime, task="fix the testing helpers")
+
+    assert [d["strength"] for d in served.directives] == ["MUST"]
+    must = served.directives[0]
+    relevance = must["score"] - 4.0 * must["parts"]["severity"]
+    assert MIN_RELEVANCE <= relevance < MIN_RELEVANCE + STRENGTH_MARGIN["MAY"]
 
 
 async def test_what_was_served_is_logged_as_an_event(rules: Runtime) -> None:
