@@ -19,8 +19,9 @@ matches (when files are given), languages or frameworks the project does not use
 or, with ``strict_layer``, a layer other than the detected one. It is **served** when it is
 applicable and its relevance (the score without the severity term, which says how much it
 matters, not whether it applies) reaches :data:`MIN_RELEVANCE` (a MAY: that plus its
-:data:`STRENGTH_MARGIN`), or when its rule file says ``alwaysApply``. The weights are the design's; the threshold was tuned on the labelled cases
-of ``bench/bench_directives.py`` (see ``bench/RESULTS.md``).
+:data:`STRENGTH_MARGIN`), or when its rule file says ``alwaysApply``. The weights are the
+design's; the threshold was tuned on the labelled cases of ``bench/bench_directives.py`` (see
+``bench/RESULTS.md``).
 """
 
 from __future__ import annotations

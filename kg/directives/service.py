@@ -18,7 +18,14 @@ import numpy as np
 
 from kg.directives.detect import DetectedContext, detect_context
 from kg.directives.model import DIRECTIVE, STRENGTHS, layer_name
-from kg.directives.score import MIN_RELEVANCE, STRENGTH_MARGIN, Scored, Scorer, TaskContext, similarities
+from kg.directives.score import (
+    MIN_RELEVANCE,
+    STRENGTH_MARGIN,
+    Scored,
+    Scorer,
+    TaskContext,
+    similarities,
+)
 from kg.directives.words import words
 from kg.embeddings.cache import query_vector
 from kg.errors import NotFoundError, ValidationError
