@@ -16,7 +16,7 @@
    DirectivesServed event).
 
 Run: python bench/bench_directives.py [--sweep] [--directives 5000] [--calls 200]
-     [--embedder hashing|minilm]
+     [--embedder hashing|minilm] [--runs 3] [--skip-quality] [--skip-scale] [--no-mcp]
 """
 
 from __future__ import annotations
@@ -253,7 +253,10 @@ QUERIES = [
 ]
 
 
-async def scale(url: str, count: int, calls: int, embedder: EmbeddingProvider, runs: int) -> None:
+async def scale(
+    url: str, count: int, calls: int, embedder: EmbeddingProvider, runs: int, mcp: str | None
+) -> None:
+    """``mcp``: the embedder's name for ``kg mcp`` (KG_EMBEDDER), None to skip that phase."""
     root = Path(tempfile.mkdtemp(prefix="kg-bench-directives-"))
     try:
         files = write_synthetic(root, count)
@@ -322,8 +325,68 @@ async def scale(url: str, count: int, calls: int, embedder: EmbeddingProvider, r
                 if tail is not None:
                     stop.set()
                     await asyncio.wait_for(tail, timeout=30)
+        if mcp is not None:
+            await over_mcp(url, root, calls, mcp)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+async def over_mcp(url: str, root: Path, calls: int, embedder: str) -> None:
+    """The same calls through a real MCP client: ``kg mcp`` spawned over stdio as an agent's
+    host runs it (tailing the log in the background), one at a time and 10 at a time."""
+    import os
+
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from mcp_types import Implementation
+
+    env = {
+        **os.environ, "KG_DATABASE_URL": url, "KG_TENANT": "bench", "KG_PROJECT": "scale0",
+        "KG_PROJECT_ROOT": str(root), "KG_EMBEDDER": embedder,
+    }  # fmt: skip
+    params = StdioServerParameters(command=sys.executable, args=["-m", "kg.cli", "mcp"], env=env)
+    rng = random.Random(7)
+    errlog = await asyncio.to_thread(open, os.devnull, "w")  # the server's log
+    try:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(
+                read, write, client_info=Implementation(name="bench", version="1")
+            ) as session,
+        ):
+            await session.initialize()
+
+            async def one() -> float:
+                task, path = rng.choice(QUERIES)
+                area = rng.choice(AREAS)
+                arguments = {"task": task.format(a=area), "paths": [path.format(a=area)]}
+                t0 = time.perf_counter()
+                result = await session.call_tool("query_directives", arguments)
+                elapsed = (time.perf_counter() - t0) * 1000
+                if result.is_error:
+                    raise RuntimeError(f"query_directives failed: {result.content}")
+                return elapsed
+
+            for _ in range(6):
+                await one()
+            serial = []
+            for _ in range(calls):
+                serial.append(await one())
+                await asyncio.sleep(0.02)
+            print(
+                f"query_directives over MCP (stdio), one at a time: {calls} calls, p50 "
+                f"{median(serial):.1f} ms, p95 {percentile(serial, 95):.1f} ms"
+            )
+            concurrent: list[float] = []
+            for _ in range(max(1, calls // 10)):
+                concurrent += await asyncio.gather(*(one() for _ in range(10)))
+                await asyncio.sleep(0.02)
+            print(
+                f"query_directives over MCP (stdio), 10 at a time: {len(concurrent)} calls, p50 "
+                f"{median(concurrent):.1f} ms, p95 {percentile(concurrent, 95):.1f} ms per call"
+            )
+    finally:
+        errlog.close()
 
 
 async def main() -> None:
@@ -335,6 +398,8 @@ async def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="ingest runs (median)")
     parser.add_argument("--embedder", default="hashing", choices=["hashing", "minilm"])
     parser.add_argument("--skip-scale", action="store_true")
+    parser.add_argument("--no-mcp", action="store_true", help="skip the calls through kg mcp")
+    parser.add_argument("--skip-quality", action="store_true")
     args = parser.parse_args()
     print(machine())
     embedder: EmbeddingProvider
@@ -349,25 +414,27 @@ async def main() -> None:
     try:
         shutil.copytree(PROJECT, root, dirs_exist_ok=True)
         settings = Settings(database_url=url, scope=Scope("bench", "rules"), project_root=root)
-        async with open_runtime(settings, url=url, embedder=embedder) as rt:
-            ingested = await ingest_paths(rt, None)
-            count = sum(
-                1 for d in parse_project(root) for n in d.nodes if n.node_type == "Directive"
-            )
-            print(f"rules set: {len(ingested.changed)} files, {count} directives")
-            if args.sweep:
-                for threshold in (9.0, 10.0, 11.0, 12.0, 13.0, 14.0):
-                    service.MIN_RELEVANCE = threshold  # type: ignore[attr-defined]
-                    report(await quality(rt, root, False), f"threshold {threshold}")
-                service.MIN_RELEVANCE = 12.0  # type: ignore[attr-defined]
-            results = await quality(rt, root, args.verbose)
-            report(results, f"quality ({embedder.model_id}, threshold {service.MIN_RELEVANCE})")
-            for r in results:
-                if r.must_recall < 1 or r.precision < 0.8:
-                    print(f"  {r.task!r}: recall {r.must_recall:.2f}, precision "
-                          f"{r.precision:.2f}; missed {r.missed}; wrong {r.wrong}")  # fmt: skip
+        if not args.skip_quality:
+            async with open_runtime(settings, url=url, embedder=embedder) as rt:
+                ingested = await ingest_paths(rt, None)
+                count = sum(
+                    1 for d in parse_project(root) for n in d.nodes if n.node_type == "Directive"
+                )
+                print(f"rules set: {len(ingested.changed)} files, {count} directives")
+                if args.sweep:
+                    for threshold in (9.0, 10.0, 11.0, 12.0, 13.0, 14.0):
+                        service.MIN_RELEVANCE = threshold  # type: ignore[attr-defined]
+                        report(await quality(rt, root, False), f"threshold {threshold}")
+                    service.MIN_RELEVANCE = 12.0  # type: ignore[attr-defined]
+                results = await quality(rt, root, args.verbose)
+                report(results, f"quality ({embedder.model_id}, threshold {service.MIN_RELEVANCE})")
+                for r in results:
+                    if r.must_recall < 1 or r.precision < 0.8:
+                        print(f"  {r.task!r}: recall {r.must_recall:.2f}, precision "
+                              f"{r.precision:.2f}; missed {r.missed}; wrong {r.wrong}")  # fmt: skip
         if not args.skip_scale:
-            await scale(url, args.directives, args.calls, embedder, args.runs)
+            mcp = None if args.no_mcp else args.embedder
+            await scale(url, args.directives, args.calls, embedder, args.runs, mcp)
     finally:
         shutil.rmtree(root, ignore_errors=True)
         drop_database(url)

@@ -24,7 +24,6 @@ from kg.directives.score import (
     Scored,
     Scorer,
     TaskContext,
-    similarities,
 )
 from kg.directives.words import words
 from kg.embeddings.cache import query_vector
@@ -180,16 +179,8 @@ async def query_directives(
         cat = await directive_rows.load(snap, id(rt.app_pool))
         if not cat.rows:
             raise NotFoundError(NO_DIRECTIVES)
-        sims = similarities(cat.vectors, vector, len(cat.rows)).tolist()
-        scorer = Scorer(ctx)
-        scored = []
-        for row, sim in zip(cat.rows, sims, strict=True):
-            relevance = scorer.relevance(row, sim)
-            if relevance is None:
-                continue
-            bar = MIN_RELEVANCE + STRENGTH_MARGIN.get(row.strength, 0.0)
-            if relevance >= bar or row.always_apply:
-                scored.append(scorer.score(row, sim))
+        bars = {k: MIN_RELEVANCE + margin for k, margin in STRENGTH_MARGIN.items()}
+        scored = Scorer(ctx).select(cat, vector, bars, MIN_RELEVANCE)
         eligible = sorted(scored, key=lambda s: (-s.score, s.row.node_id))
         gov = (await snap.governed()).governance
         governing = await directive_rows.governed_by(snap, [s.row.node_id for s in eligible])
