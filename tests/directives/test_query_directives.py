@@ -266,6 +266,45 @@ async def test_a_context_graph_carries_the_musts_governing_its_files_within_its_
     assert plain.directives == () and "directives" not in plain.to_dict()
 
 
+@pytest.mark.parametrize(
+    ("mode", "anchored", "budget"),
+    [("anchor", True, 300), ("semantic", False, 800), ("semantic", False, 300),
+     ("policy_first", True, 800), ("policy_first", False, 300)],
+)  # fmt: skip
+async def test_every_mode_carries_the_musts_of_its_files_inside_its_budget(
+    rules: Runtime, mode: str, anchored: bool, budget: int
+) -> None:
+    from kg.context.reproduce import reproduce_context_graph
+    from kg.context.service import build_context_graph, parse_request
+
+    path = "migrations/versions/0001_event_store.py"
+    content = "Alembic revision 0001: create the event store table with its triggers."
+    await rules.store.append(
+        rules.scope,
+        "file:0001",
+        [NodeAsserted(node_id="file:0001", node_type="File", name=path, content=content,
+                      properties={"path": path})],
+    )  # fmt: skip
+    await rules.catch_up()
+    request = parse_request(
+        mode=mode, anchors=["file:0001"] if anchored else None, token_budget=budget,
+        task="Alembic revision 0001: create the event store table with its triggers",
+    )  # fmt: skip
+
+    graph = await build_context_graph(rules, request)
+
+    assert "file:0001" in {n.node_id for n in graph.nodes}, graph.rendering
+    sources = {d["source"].split(":")[0] for d in graph.directives}
+    assert sources and sources <= {".cursor/rules/migrations.mdc", "docs/rules/event-store.md"}
+    if budget >= 800:  # a small budget keeps the most relevant two (a quarter of it)
+        assert any("UPDATE, DELETE or TRUNCATE" in d["text"] for d in graph.directives)
+    assert "## Project rules (MUST) for these files" in graph.rendering
+    assert graph.token_estimate <= budget
+    assert graph.budget.tokens_used <= budget
+    reproduced = await reproduce_context_graph(rules, graph.context_graph_id)
+    assert reproduced.matches, str(reproduced)
+
+
 async def test_a_decision_names_the_rules_it_followed_and_lineage_shows_them(
     rules: Runtime,
 ) -> None:
