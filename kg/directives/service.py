@@ -18,7 +18,13 @@ import numpy as np
 
 from kg.directives.detect import DetectedContext, detect_context
 from kg.directives.model import DIRECTIVE, STRENGTHS, layer_name
-from kg.directives.score import MIN_RELEVANCE, Scored, Scorer, TaskContext, similarities
+from kg.directives.score import (
+    MIN_RELEVANCE,
+    STRENGTH_MARGIN,
+    Scored,
+    Scorer,
+    TaskContext,
+)
 from kg.directives.words import words
 from kg.embeddings.cache import query_vector
 from kg.errors import NotFoundError, ValidationError
@@ -173,20 +179,16 @@ async def query_directives(
         cat = await directive_rows.load(snap, id(rt.app_pool))
         if not cat.rows:
             raise NotFoundError(NO_DIRECTIVES)
-        sims = similarities(cat.vectors, vector, len(cat.rows)).tolist()
-        scorer = Scorer(ctx)
-        scored = []
-        for row, sim in zip(cat.rows, sims, strict=True):
-            relevance = scorer.relevance(row, sim)
-            if relevance is not None and (relevance >= MIN_RELEVANCE or row.always_apply):
-                scored.append(scorer.score(row, sim))
+        bars = {k: MIN_RELEVANCE + margin for k, margin in STRENGTH_MARGIN.items()}
+        scored = Scorer(ctx).select(cat, vector, bars, MIN_RELEVANCE)
         eligible = sorted(scored, key=lambda s: (-s.score, s.row.node_id))
         gov = (await snap.governed()).governance
         governing = await directive_rows.governed_by(snap, [s.row.node_id for s in eligible])
-    served, cut, tokens = _fit(eligible, gov, governing, token_budget)
+    served, cut, _ = _fit(eligible, gov, governing, token_budget, _prefix(detected))
     redacted = sum(1 for s, shown in served if not shown)
     entries = [_entry(s, shown) for s, shown in served]
     checklist = render_checklist(detected, entries)
+    tokens = _tokens(checklist)
     served_id = f"ds_{uuid.uuid4().hex}"
     result = ServedDirectives(
         served_id=served_id, directives=entries, detected=detected, checklist=checklist,
@@ -214,19 +216,54 @@ async def query_directives(
 
 
 def _line(s: Scored, shown: bool) -> str:
+    """One checklist line; its file is the heading of its group (see :func:`render_checklist`)."""
     if not shown:
-        return f"- [ ] {s.row.strength}: {REDACTED_NAME} ({s.row.node_id})"
-    return f"- [ ] {s.row.text} ({s.row.source})"
+        return f"- {REDACTED_NAME} ({s.row.node_id}, redacted by policy)"
+    if not s.row.file:
+        return f"- {s.row.text} ({s.row.source})"
+    return f"- L{s.row.line} {s.row.text}"
 
 
 def _tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
 
+class _Cost:
+    """The characters the checklist takes as lines are added: a line, plus its group's
+    heading (its strength, its file) the first time that group is used."""
+
+    def __init__(self, head: str) -> None:
+        self.chars = len(head) + 1
+        self.groups: set[tuple[str, str]] = set()
+        self.strengths: set[str] = set()
+
+    def of(self, s: Scored, shown: bool) -> int:
+        cost = len(_line(s, shown)) + 1
+        if s.row.strength not in self.strengths:
+            cost += len(f"### {s.row.strength}") + 1
+        if shown and s.row.file and (s.row.strength, s.row.file) not in self.groups:
+            cost += len(s.row.file) + 2
+        return cost
+
+    def add(self, s: Scored, shown: bool) -> None:
+        self.chars += self.of(s, shown)
+        self.strengths.add(s.row.strength)
+        if shown and s.row.file:
+            self.groups.add((s.row.strength, s.row.file))
+
+    def tokens(self, extra: int = 0) -> int:
+        return (self.chars + extra + 3) // 4
+
+
 def _fit(
-    eligible: list[Scored], gov: Governance, governing: dict[str, tuple[str, ...]], budget: int
+    eligible: list[Scored],
+    gov: Governance,
+    governing: dict[str, tuple[str, ...]],
+    budget: int,
+    head: str,
 ) -> tuple[list[tuple[Scored, bool]], int, int]:
-    """The three most relevant MUSTs first (never cut), then the rest by score while they fit.
+    """The three most relevant MUSTs first (never cut), then the rest by score while they fit
+    (the budget counts the checklist as rendered: lines, and the headings they bring).
 
     Each candidate is decided by the policies once; a denied one is only counted."""
     admitted: list[tuple[Scored, bool]] = []
@@ -236,56 +273,79 @@ def _fit(
             admitted.append((s, not verdict.redacted))
     musts = [a for a in admitted if a[0].row.strength == "MUST"][:PROTECTED_MUSTS]
     chosen = {id(a[0]) for a in musts}
+    cost = _Cost(head)
+    for s, shown in musts:
+        cost.add(s, shown)
     served = list(musts)
-    tokens = sum(_tokens(_line(s, shown)) for s, shown in musts)
     cut = 0
     for s, shown in admitted:
         if id(s) in chosen:
             continue
-        cost = _tokens(_line(s, shown))
-        if tokens + cost > budget:
+        if cost.tokens(cost.of(s, shown)) > budget:
             cut += 1
             continue
         served.append((s, shown))
-        tokens += cost
+        cost.add(s, shown)
     order: dict[str, int] = {strength: i for i, strength in enumerate(STRENGTHS)}
     served.sort(key=lambda a: (order.get(a[0].row.strength, 3), -a[0].score, a[0].row.node_id))
-    return served, cut, tokens
+    return served, cut, cost.tokens()
 
 
 def _entry(s: Scored, shown: bool) -> dict[str, Any]:
     if not shown:
         return {"node_id": s.row.node_id, "strength": s.row.strength, "text": REDACTED_NAME,
-                "source": "", "score": s.score, "redacted": True, "parts": {}}  # fmt: skip
+                "source": "", "file": "", "line": 0, "score": s.score, "redacted": True,
+                "parts": {}}  # fmt: skip
     return {
         "node_id": s.row.node_id,
         "strength": s.row.strength,
         "text": s.row.text,
         "source": s.row.source,
+        "file": s.row.file,
+        "line": s.row.line,
         "score": s.score,
         "redacted": False,
         "parts": s.parts,
     }
 
 
+def heading(detected: DetectedContext) -> str:
+    """The checklist's first line: the detected layer and topics (the rest of the diagnostics
+    are in the result, not in the prompt; a low confidence is a warning above it)."""
+    said = [detected.layer] if detected.layer else []
+    if detected.topic_names:
+        said.append(", ".join(detected.topic_names))
+    return "## Project rules" + (f" ({'; '.join(said)})" if said else "")
+
+
+def _prefix(detected: DetectedContext) -> str:
+    return "\n".join([f"**WARNING: {w}**" for w in detected.warnings] + [heading(detected)])
+
+
 def render_checklist(detected: DetectedContext, entries: list[dict[str, Any]]) -> str:
-    """The prompt-ready checklist: warnings first, then MUST, SHOULD, MAY with file:line."""
-    topics = ", ".join(detected.topic_names) or "none detected"
-    head = (
-        f"## Project rules for this task (layer {detected.layer or 'unknown'}, topics: "
-        f"{topics}; confidence {detected.confidence:.2f})"
-    )
-    lines = [f"**WARNING: {w}**" for w in detected.warnings] + [head]
+    """The prompt-ready checklist: warnings first, then MUST, SHOULD, MAY; within each, the
+    statements grouped under their file (files in the order of their most relevant
+    statement), each with its line: ``- L18 ...`` under ``docs/rules/persistence.md:`` is
+    ``docs/rules/persistence.md:18``. A file name is written once per group, not per line."""
+    lines = [_prefix(detected)]
     for strength in STRENGTHS:
         group = [e for e in entries if e["strength"] == strength]
         if not group:
             continue
         lines.append(f"### {strength}")
+        by_file: dict[str, list[dict[str, Any]]] = {}
         for e in group:
-            if e["redacted"]:
-                lines.append(f"- [ ] {REDACTED_NAME} ({e['node_id']}, redacted by policy)")
-            else:
-                lines.append(f"- [ ] {e['text']} ({e['source']})")
+            by_file.setdefault(e.get("file") or "", []).append(e)
+        for file, items in by_file.items():
+            if file:
+                lines.append(f"{file}:")
+            for e in items:
+                if e["redacted"]:
+                    lines.append(f"- {REDACTED_NAME} ({e['node_id']}, redacted by policy)")
+                elif file:
+                    lines.append(f"- L{e['line']} {e['text']}")
+                else:
+                    lines.append(f"- {e['text']} ({e['source']})")
     if not entries:
         lines.append("No directive applies to this task.")
     return "\n".join(lines) + "\n"

@@ -33,7 +33,11 @@ from kg.projections.nodes import NodesProjection
 from kg.projections.runner import ANALYZE_AFTER
 from kg.runtime import Runtime
 
-BULK_MIN_NODES = 10_000
+#: Below this many new nodes an ingest inserts into the indexes row by row. 2,000: a
+#: 5,000-directive rules ingest (5,200 nodes into a fresh project) went from 10,000's row by
+#: row inserts to a bulk build and its projection tail shrank (bench/RESULTS.md, issue 20);
+#: with BULK_MIN_SHARE the build never covers more than ~4x the new rows.
+BULK_MIN_NODES = 2_000
 BULK_MIN_SHARE = 0.3  # of the rows already in kg_nodes
 
 

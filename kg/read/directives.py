@@ -12,7 +12,7 @@ appends its own ``DirectivesServed`` event). What policies govern a directive is
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
@@ -75,6 +75,9 @@ class Catalogue:
     position: int  # the projection's position when read (the as-of position of a result)
     rows: tuple[DirectiveRow, ...]
     vectors: npt.NDArray[np.float32] | None  # row i's unit vector (zeros when it has none)
+    #: what callers derive from these rows once (kg.directives.score's index), shared by
+    #: every Catalogue of the same cached rows
+    memo: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
 _cache: OrderedDict[tuple[int, str, str], tuple[tuple[int, int], Catalogue]] = OrderedDict()
@@ -90,7 +93,7 @@ async def load(snap: Snapshot, pool_key: int) -> Catalogue:
     found = _cache.get(key)
     if found is not None and found[0] == marker:
         _cache.move_to_end(key)
-        return Catalogue(position, found[1].rows, found[1].vectors)
+        return Catalogue(position, found[1].rows, found[1].vectors, found[1].memo)
     records = await conn.fetch(_ROWS, scope.tenant_id, scope.project_id, DIRECTIVE)
     rows = tuple(_row(r) for r in records)
     catalogue = Catalogue(position, rows, _vectors([r["embedding"] for r in records]))

@@ -81,7 +81,7 @@ def test_demo_runs_on_the_embedded_database_and_is_idempotent(project_dir: Path)
     assert "audit context: MATCH" in first.stdout
     assert "audit verify: ok, 16 events" in first.stdout, "15 demo events + the logged build"
     rules = first.stdout.split("kg rules query")[1]
-    assert "### MUST" in rules and "(.cursor/rules/migrations.mdc:" in rules
+    assert "### MUST" in rules and "\n.cursor/rules/migrations.mdc:\n- L" in rules
     # The API example: an entity chain extracted from prose, found by name.
     chain = first.stdout.split("entity chain from the name 'Subscription'")[1]
     assert "GENERATES → apiobject:invoice (APIObject) Invoice" in chain

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kg.audit.trail import TrailFilter, trail
+from kg.directives.score import MIN_RELEVANCE, STRENGTH_MARGIN
 from kg.directives.service import detect, query_directives
 from kg.errors import NotFoundError, ValidationError
 from kg.events import EventMetadata, NodeAsserted, PolicyDefined
@@ -55,6 +56,56 @@ async def test_a_migration_task_gets_the_migration_musts_first_with_file_and_lin
     assert ".cursor/rules/migrations.mdc:" in served.checklist
     # MCP-tool rules are scoped by globs to mcp_server/: not served for a migration.
     assert not any("MCP client" in t for t in texts)
+
+
+async def test_the_checklist_names_each_file_once_per_strength_and_fits_its_budget(
+    rules: Runtime,
+) -> None:
+    served = await query_directives(
+        rules, task="add a column to the events table", paths=["migrations/versions/0013_x.py"],
+        token_budget=150,
+    )  # fmt: skip
+
+    lines = served.checklist.splitlines()
+    headings = [line for line in lines if line.endswith(":") and not line.startswith("- ")]
+    strengths = [line for line in lines if line.startswith("### ")]
+    assert len(headings) == len(set(zip(*_groups(lines), strict=True))), "one heading a group"
+    for d in served.directives:  # file:line stays recoverable: the line under its file
+        file, _, line = d["source"].rpartition(":")
+        assert f"{file}:" in headings
+        assert f"- L{line} {d['text']}" in lines
+    assert strengths == sorted(strengths, key=["### MUST", "### SHOULD", "### MAY"].index)
+    assert served.token_estimate == (len(served.checklist) + 3) // 4 <= 150
+    assert served.cut_by_budget > 0, "the budget counted the checklist as rendered"
+
+
+def _groups(lines: list[str]) -> tuple[list[str], list[str]]:
+    """(strength, file) of every file heading of a checklist."""
+    strengths, files, strength = [], [], ""
+    for line in lines:
+        if line.startswith("### "):
+            strength = line
+        elif line.endswith(":") and not line.startswith(("- ", "#", "**")):
+            strengths.append(strength)
+            files.append(line)
+    return strengths, files
+
+
+async def test_a_may_needs_more_relevance_than_a_must_of_the_same_section(
+    runtime: Runtime,
+) -> None:
+    (runtime.settings.project_root / "AGENTS.md").write_text(
+        "# Rules\n\n## Testing\n\n- Never mock the database in a test.\n"
+        "- You may use hypothesis in a test.\n"
+    )
+    await ingest_paths(runtime, None)
+
+    served = await query_directives(runtime, task="fix the testing helpers")
+
+    assert [d["strength"] for d in served.directives] == ["MUST"]
+    must = served.directives[0]
+    relevance = must["score"] - 4.0 * must["parts"]["severity"]
+    assert MIN_RELEVANCE <= relevance < MIN_RELEVANCE + STRENGTH_MARGIN["MAY"]
 
 
 async def test_what_was_served_is_logged_as_an_event(rules: Runtime) -> None:
@@ -213,6 +264,45 @@ async def test_a_context_graph_carries_the_musts_governing_its_files_within_its_
 
     plain = await build_context_graph(rules, parse_request(anchors=["document:AGENTS.md"]))
     assert plain.directives == () and "directives" not in plain.to_dict()
+
+
+@pytest.mark.parametrize(
+    ("mode", "anchored", "budget"),
+    [("anchor", True, 300), ("semantic", False, 800), ("semantic", False, 300),
+     ("policy_first", True, 800), ("policy_first", False, 300)],
+)  # fmt: skip
+async def test_every_mode_carries_the_musts_of_its_files_inside_its_budget(
+    rules: Runtime, mode: str, anchored: bool, budget: int
+) -> None:
+    from kg.context.reproduce import reproduce_context_graph
+    from kg.context.service import build_context_graph, parse_request
+
+    path = "migrations/versions/0001_event_store.py"
+    content = "Alembic revision 0001: create the event store table with its triggers."
+    await rules.store.append(
+        rules.scope,
+        "file:0001",
+        [NodeAsserted(node_id="file:0001", node_type="File", name=path, content=content,
+                      properties={"path": path})],
+    )  # fmt: skip
+    await rules.catch_up()
+    request = parse_request(
+        mode=mode, anchors=["file:0001"] if anchored else None, token_budget=budget,
+        task="Alembic revision 0001: create the event store table with its triggers",
+    )  # fmt: skip
+
+    graph = await build_context_graph(rules, request)
+
+    assert "file:0001" in {n.node_id for n in graph.nodes}, graph.rendering
+    sources = {d["source"].split(":")[0] for d in graph.directives}
+    assert sources and sources <= {".cursor/rules/migrations.mdc", "docs/rules/event-store.md"}
+    if budget >= 800:  # a small budget keeps the most relevant two (a quarter of it)
+        assert any("UPDATE, DELETE or TRUNCATE" in d["text"] for d in graph.directives)
+    assert "## Project rules (MUST) for these files" in graph.rendering
+    assert graph.token_estimate <= budget
+    assert graph.budget.tokens_used <= budget
+    reproduced = await reproduce_context_graph(rules, graph.context_graph_id)
+    assert reproduced.matches, str(reproduced)
 
 
 async def test_a_decision_names_the_rules_it_followed_and_lineage_shows_them(
