@@ -1,8 +1,9 @@
 """The Merkle tree's costs: append throughput with the tree maintained vs. without, and at
 1,000,000 events the inclusion proof (size, time) and the consistency check of a checkpoint.
 
-Before/after in one session and one database: the append function is swapped between migration
-0012's (extends the tree) and 0009's (does not) with ``CREATE OR REPLACE`` as the superuser,
+Before/after in one session and one database: the per-tenant append function of migration 0013
+is swapped with ``CREATE OR REPLACE`` (as the superuser) between itself (extends the tree) and
+itself without its one call of ``kg_merkle_extend``,
 and the two alternate run by run (A B A B ...), so load from other jobs on the machine hits both
 alike. The 1M-event log is written in bulk (COPY as the superuser, real chain hashes, the
 append-only trigger untouched: it only refuses UPDATE/DELETE/TRUNCATE), and its tree built by
@@ -39,18 +40,27 @@ from kg.events import EventStore
 from kg.events.hashing import GENESIS_HASH, canonical_event, chain_hash
 
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location(
-    "m0012", ROOT / "migrations" / "versions" / "0012_merkle_tree.py"
-)
-assert _spec and _spec.loader
-m0012 = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(m0012)
+
+
+def _migration(name: str) -> object:
+    spec = importlib.util.spec_from_file_location(name, ROOT / "migrations" / "versions" / name)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+m0013 = _migration("0013_tenant_order.py")
+# The tree's one line in the per-tenant append function (migration 0013): removed for the runs
+# "without the tree", so both variants are today's function, differing only in that call.
+_EXTEND = "    PERFORM kg_merkle_extend(p_tenant, p_positions, p_hashes);\n"
 
 
 async def set_tree(system: object, on: bool) -> None:
     schema = await system.fetchval("SELECT current_schema()")  # type: ignore[attr-defined]
-    body = m0012._APPEND_WITH_TREE if on else m0012._APPEND_WITHOUT_TREE
-    await system.execute(m0012._append(str(schema), body))  # type: ignore[attr-defined]
+    functions: str = m0013._functions(str(schema))  # type: ignore[attr-defined]
+    assert functions.count(_EXTEND) == 1, "migration 0013's append function changed"
+    await system.execute(functions if on else functions.replace(_EXTEND, ""))  # type: ignore[attr-defined]
 
 
 async def throughput(store: EventStore, system: object, runs: int) -> list[str]:
