@@ -8,8 +8,13 @@ of a genuine log (``kg audit verify`` would pass). The graph is ``bench/syntheti
 (typed nodes with prose, ``--edges-per-node`` edges each), generated in chunks so the
 script's memory does not grow with the log.
 
+After the catch-up, with the graph projected and indexed, it measures what an agent waits
+for: context builds (anchor, semantic) and hybrid search, unfiltered and filtered by node type
+(``hnsw.iterative_scan`` on, as ``kg/search.py`` sets it), and the recall@10 of the filtered and
+unfiltered vector search against an exact search (the same query with index scans off).
+
 Run: python bench/bench_scale.py [--nodes 200000] [--edges-per-node 4] [--runs 3]
-                                 [--replays 1] [--rebuild]
+                                 [--replays 1] [--rebuild] [--queries 100]
 """
 
 from __future__ import annotations
@@ -21,25 +26,30 @@ import resource
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import asyncpg
-from common import fresh_database, machine, median
-from synthetic import EDGE_TYPES, TYPES, VOCAB, node_id, sentence
+from common import fresh_database, machine, median, percentile
+from synthetic import EDGE_TYPES, TYPES, VOCAB, WORDS, node_id, sentence
 
 from kg.audit.replay import create_replay_schema, drop_replay_schema, replay
+from kg.config import Scope
+from kg.context.service import build_in_snapshot, parse_request
 from kg.db.connect import create_pool
+from kg.db.tenancy import tenant_transaction
 from kg.db.urls import asyncpg_url
 from kg.embeddings import HashingEmbedder
+from kg.embeddings.cache import query_vector
 from kg.events import EdgeAsserted, EventStore, NodeAsserted
 from kg.events.base import DomainEvent
 from kg.events.content import split_erasable
 from kg.events.hashing import GENESIS_HASH, EventCanonicaliser, canonical_json, chain_hash
 from kg.projections import ProjectionContext, ProjectionRunner, default_projections
+from kg.search import search, search_in_transaction
 
 TENANT, PROJECT = "scale", "p"
 RELATIONS = ("kg_events", "kg_event_content", "kg_nodes", "kg_edges", "kg_passages",
@@ -155,6 +165,95 @@ async def read_all(store: EventStore, chunk: int = 5000) -> float:
     return count / (time.perf_counter() - started)
 
 
+async def latency(url: str, n_nodes: int, queries: int) -> list[tuple[str, float, float]]:
+    """p50 and p95 (ms) of context builds and searches on the projected graph, and recall@10
+    of vector search against exact search (as p50 = mean recall, p95 = worst decile)."""
+    scope, embedder = Scope(TENANT, PROJECT), HashingEmbedder()
+    app = await create_pool(url, app_role=True, max_size=4)
+    rng = random.Random(18)
+    anchors = [node_id(i) for i in (rng.randrange(n_nodes) for _ in range(queries)) if i % 50]
+    tasks = [" ".join(rng.sample(WORDS, 2) + VOCAB.sample(rng, 2)) for _ in range(queries)]
+    out: list[tuple[str, float, float]] = []
+
+    async def timed(name: str, calls: list[Callable[[], Awaitable[object]]]) -> None:
+        for call in calls[:5]:  # warm-up
+            await call()
+        times = []
+        for call in calls:
+            started = time.perf_counter()
+            await call()
+            times.append((time.perf_counter() - started) * 1000)
+        out.append((name, percentile(times, 50), percentile(times, 95)))
+        print(out[-1], flush=True)
+
+    def build(request: object) -> Callable[[], Awaitable[object]]:
+        return lambda: build_in_snapshot(app, scope, request, embedder)  # type: ignore[arg-type]
+
+    def find(
+        text: str, types: list[str] | None, mode: str = "hybrid"
+    ) -> Callable[[], Awaitable[object]]:
+        return lambda: search(app, scope, text, mode=mode, node_types=types, embedder=embedder)
+
+    await timed("context build, anchor, ms", [build(parse_request(anchors=[a])) for a in anchors])
+    await timed("context build, semantic (hashing embedder), ms",
+                [build(parse_request(mode="semantic", task=t)) for t in tasks])  # fmt: skip
+    await timed("hybrid search, limit 10, ms", [find(t, None) for t in tasks])
+    await timed(f"hybrid search filtered to one node type (1/{len(TYPES)}), ms",
+                [find(t, [TYPES[k % len(TYPES)]]) for k, t in enumerate(tasks)])  # fmt: skip
+    one_type = ["Decision"]  # an eighth of the nodes
+    await timed("vector search filtered to one node type, ms",
+                [find(t, one_type, "semantic") for t in tasks])  # fmt: skip
+
+    async def recall(types: list[str] | None) -> tuple[float, float]:
+        found = []
+        for text in tasks:
+            approx = await search(app, scope, text, mode="semantic", node_types=types,
+                                  embedder=embedder)  # fmt: skip
+            vector = await query_vector(embedder, text)
+            async with tenant_transaction(app, TENANT) as conn:
+                await conn.execute("SET LOCAL enable_indexscan = off")
+                await conn.execute("SET LOCAL enable_bitmapscan = off")
+                exact = await search_in_transaction(
+                    conn, scope, text, "semantic", types, 10, vector, 40
+                )
+            truth = {h.node_id for h in exact}
+            found.append(len(truth & {h.node_id for h in approx.hits}) / max(1, len(truth)))
+        found.sort()
+        return sum(found) / len(found), found[len(found) // 10]
+
+    for name, types in (("unfiltered", None), ("filtered to one node type", one_type)):
+        mean, low = await recall(types)
+        out.append((f"recall@10 of vector search {name} vs exact (mean, 10th percentile)",
+                    mean, low))  # fmt: skip
+        print(out[-1], flush=True)
+    await app.close()
+    return out
+
+
+def server_memory(url: str) -> float:
+    """Proportional set size (MiB) of the embedded server's processes (its shared buffers
+    counted once), or 0 when the server is not local."""
+    host = dict(part.split("=", 1) for part in url.split("?", 1)[-1].split("&")).get("host", "")
+    pid_file = Path(host) / "postmaster.pid"
+    if not pid_file.exists():
+        return 0.0
+    root = int(pid_file.read_text().split()[0])
+    total = 0
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            if int(proc.name) != root and ppid != root:
+                continue
+            for line in (proc / "smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / 1024
+
+
 async def sizes(system: object) -> list[tuple[str, int]]:
     rows = await system.fetch(  # type: ignore[attr-defined]
         "SELECT relname, pg_total_relation_size(oid) AS bytes FROM pg_class "
@@ -165,7 +264,9 @@ async def sizes(system: object) -> list[tuple[str, int]]:
     return [(r["relname"], r["bytes"]) for r in rows] + [("database", total)]
 
 
-async def main(n_nodes: int, edges_per_node: int, runs: int, replays: int, rebuild: bool) -> None:
+async def main(
+    n_nodes: int, edges_per_node: int, runs: int, replays: int, rebuild: bool, queries: int
+) -> None:
     url = fresh_database()
     system = await create_pool(url, app_role=False, max_size=4)
     n, load_s = await load(url, system, n_nodes, edges_per_node)
@@ -184,6 +285,8 @@ async def main(n_nodes: int, edges_per_node: int, runs: int, replays: int, rebui
     results.append(("projection catch-up from empty (embeddings computed, bulk indexes), "
                     "events/s", first, [first]))  # fmt: skip
     print(results[-1], flush=True)
+    memory_after_catch_up = server_memory(url)
+    latencies = await latency(url, n_nodes, queries) if queries else []
 
     replay_s: list[float] = []
     for k in range(replays):
@@ -216,7 +319,13 @@ async def main(n_nodes: int, edges_per_node: int, runs: int, replays: int, rebui
     print("| --- | ---: | --- |")
     for name, value, values in results:
         print(f"| {name} | {value:,.1f} | {', '.join(f'{v:,.1f}' for v in values)} |")
-    print(f"\nbench process peak RSS: {rss:,.0f} MiB")
+    if latencies:
+        print("\n| query | p50 | p95 |")
+        print("| --- | ---: | ---: |")
+        for name, p50, p95 in latencies:
+            print(f"| {name} | {p50:,.2f} | {p95:,.2f} |")
+    print(f"\nbench process peak RSS: {rss:,.0f} MiB; server PSS after the catch-up: "
+          f"{memory_after_catch_up:,.0f} MiB, at the end: {server_memory(url):,.0f} MiB")  # fmt: skip
     print("| relation | size (MiB) |")
     print("| --- | ---: |")
     for name, size in disk:
@@ -230,5 +339,6 @@ if __name__ == "__main__":
     parser.add_argument("--runs", type=int, default=3, help="read-all runs")
     parser.add_argument("--replays", type=int, default=1, help="as-of replay runs")
     parser.add_argument("--rebuild", action="store_true", help="also time a rebuild")
+    parser.add_argument("--queries", type=int, default=100, help="builds and searches per case")
     a = parser.parse_args()
-    asyncio.run(main(a.nodes, a.edges_per_node, a.runs, a.replays, a.rebuild))
+    asyncio.run(main(a.nodes, a.edges_per_node, a.runs, a.replays, a.rebuild, a.queries))

@@ -39,6 +39,7 @@ from kg.events.hashing import (
     canonical_json,
     chain_hash,
 )
+from kg.gc_pause import collector_paused
 
 NOTIFY_CHANNEL = "kg_events"
 MAX_BATCH = 50_000
@@ -334,7 +335,8 @@ class EventStore:
                     after,
                     limit,
                 )
-        return [record_from_row(r) for r in rows]
+        with collector_paused():
+            return [record_from_row(r) for r in rows]
 
     async def read_stream(
         self, scope: Scope, stream_id: str, *, from_version: int = 1

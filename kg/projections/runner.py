@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import asyncpg
@@ -33,6 +34,7 @@ import asyncpg
 from kg.errors import ValidationError
 from kg.events.envelope import RecordedEvent
 from kg.events.store import SELECT_EVENT, EventStore, log_head, record_from_row
+from kg.gc_pause import collector_paused, heap_frozen
 from kg.progress import EVENTS_PROJECTED
 from kg.projections.base import Projection, ProjectionContext
 
@@ -125,6 +127,12 @@ class _Behind:
 
 # A catch-up that applied at least this many events refreshes the tables' statistics.
 ANALYZE_AFTER = 1000
+# A replay at least this far behind runs with the process's earlier objects frozen (gc_pause).
+FREEZE_AFTER = 10_000
+
+
+def _lag(behind: Sequence[_Behind]) -> int:
+    return sum(b.head - b.seen for b in behind)  # (head is already capped at until)
 
 
 class ProjectionRunner:
@@ -260,18 +268,22 @@ class ProjectionRunner:
             if bulk is None:
                 # A long way behind (a backfill, a restore), dropping indexes that are cheaper
                 # to build once than to update row by row pays for itself.
-                lag = sum(b.head - b.seen for b in behind)
-                bulk = self.maintain_indexes and until is None and lag >= self.bulk_threshold
+                bulk = (
+                    self.maintain_indexes and until is None and _lag(behind) >= self.bulk_threshold
+                )
             if bulk:
                 for projection in selected:
                     await projection.prepare_bulk(conn)
-        if not bulk:
-            applied = await self._replay(selected, behind)
-        else:
-            try:
-                applied = await self._replay_in_lanes(selected, behind)
-            finally:
-                await self._finish(selected)
+        # A long replay keeps the collector off the objects loaded before it (gc_pause).
+        frozen = heap_frozen() if bulk or _lag(behind) >= FREEZE_AFTER else nullcontext()
+        with frozen:
+            if not bulk:
+                applied = await self._replay(selected, behind)
+            else:
+                try:
+                    applied = await self._replay_in_lanes(selected, behind)
+                finally:
+                    await self._finish(selected)
         if applied >= ANALYZE_AFTER:
             await self._analyze(selected)
         return applied
@@ -384,7 +396,8 @@ class ProjectionRunner:
                 rows = await conn.fetch(_READ_RANGE, tenant_id, start, end)
             else:
                 rows = await conn.fetch(_READ_TYPES, tenant_id, start, end, types)
-        return _Batch(start, end, [record_from_row(r) for r in rows])
+        with collector_paused():
+            return _Batch(start, end, [record_from_row(r) for r in rows])
 
     async def _apply_next_batch(
         self,
