@@ -9,8 +9,8 @@ alike. The 1M-event log is written in bulk (COPY as the superuser, real chain ha
 append-only trigger untouched: it only refuses UPDATE/DELETE/TRUNCATE), and its tree built by
 ``kg_merkle_rebuild``, the migration's backfill, in chunks of 50,000.
 
-Run: python bench/bench_merkle.py [--runs 5] [--events 1000000] (``--runs 0``: proofs only,
-``--events 0``: throughput only)
+Run: python bench/bench_merkle.py [--runs 5] [--events 1000000] [--server-only] (``--runs 0``:
+proofs only, ``--events 0``: throughput only, ``--server-only``: the append function alone)
 """
 
 from __future__ import annotations
@@ -83,6 +83,70 @@ async def throughput(store: EventStore, system: object, runs: int) -> list[str]:
             for on, out in ((False, without), (True, with_tree)):
                 await set_tree(system, on)
                 out.append(await append_rate(store, writers, size, total))
+        a, b = median(without), median(with_tree)
+        lines.append(
+            f"| {name} | {a:,.0f} | {b:,.0f} | {100 * (b - a) / a:+.1f}% | "
+            f"{', '.join(f'{r:,.0f}' for r in without)} / "
+            f"{', '.join(f'{r:,.0f}' for r in with_tree)} |"
+        )
+    await set_tree(system, True)
+    return lines
+
+
+_SERVER_APPEND = """
+SELECT kg_append_events($1, 'p', now(), NULL, $2::bigint[], $3::uuid[], $4::text[], $5::int[],
+                        $6::text[], $7::int[], $8::text[], $9::text[], $10::text[], $11::text[])
+"""
+
+
+async def server_side(system: object, writers: int, size: int, appends: int, tenants: int) -> float:
+    """Events/s of the append function alone: ``writers`` connections (superuser, so no RLS
+    and no Python hashing) each making ``appends`` appends of ``size`` events, spread over
+    ``tenants`` fresh tenants; hashes are random but chained, which is all the function checks.
+    The tree's share of an append's server time, without the client's work diluting it."""
+    run = uuid.uuid4().hex[:6]
+    payload = '{"name":"Bulk","node_id":"document:bulk","node_type":"Document"}'
+    heads: dict[str, tuple[int, str]] = {}
+    locks = {f"t{k}-{run}": asyncio.Lock() for k in range(tenants)}
+
+    async def write(w: int) -> None:
+        tenant = f"t{w % tenants}-{run}"
+        async with system.acquire() as conn:  # type: ignore[attr-defined]
+            for a in range(appends):
+                async with locks[tenant]:  # positions and links are decided here, not raced
+                    head, prev = heads.get(tenant, (0, GENESIS_HASH))
+                    hashes = [uuid.uuid4().hex * 2 for _ in range(size)]
+                    heads[tenant] = (head + size, hashes[-1])
+                    async with conn.transaction():
+                        await conn.execute("SELECT set_config('kg.tenant_id', $1, true)", tenant)
+                        await conn.execute(
+                            _SERVER_APPEND, tenant, list(range(head + 1, head + size + 1)),
+                            [uuid.uuid4() for _ in range(size)], [f"s{w}-{a}"] * size,
+                            list(range(1, size + 1)), ["NodeAsserted"] * size, [1] * size,
+                            [payload] * size, ["{}"] * size, [prev, *hashes[:-1]], hashes,
+                        )  # fmt: skip
+
+    started = time.perf_counter()
+    await asyncio.gather(*(write(w) for w in range(writers)))
+    return writers * appends * size / (time.perf_counter() - started)
+
+
+async def server_throughput(system: object, runs: int) -> list[str]:
+    lines = [
+        "| append function alone (server side) | without tree, events/s | with tree, events/s "
+        "| change | runs (without / with) |",
+        "| --- | ---: | ---: | ---: | --- |",
+    ]
+    for name, writers, size, appends in (
+        ("1 writer, batches of 10", 1, 10, 400),
+        ("8 writers (4 tenants), batches of 10", 8, 10, 100),
+    ):
+        without: list[float] = []
+        with_tree: list[float] = []
+        for _ in range(runs):
+            for on, out in ((False, without), (True, with_tree)):
+                await set_tree(system, on)
+                out.append(await server_side(system, writers, size, appends, 4))
         a, b = median(without), median(with_tree)
         lines.append(
             f"| {name} | {a:,.0f} | {b:,.0f} | {100 * (b - a) / a:+.1f}% | "
@@ -178,12 +242,15 @@ async def proofs(app: object, tenant: str, n: int, samples: int) -> list[str]:
     ]
 
 
-async def main(runs: int, events: int, samples: int) -> None:
+async def main(runs: int, events: int, samples: int, server: bool) -> None:
     url = fresh_database()
     app = await create_pool(url, app_role=True, max_size=10)
     system = await create_pool(url, app_role=False, max_size=10)
     store = EventStore(app)
-    lines = await throughput(store, system, runs) if runs else []
+    if server:
+        lines = await server_throughput(system, runs)
+    else:
+        lines = await throughput(store, system, runs) if runs else []
     print("\n".join(lines), flush=True)
     print(f"Machine: {machine()}; {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; median of {runs} runs\n")
     print("\n".join(lines))
@@ -204,5 +271,8 @@ if __name__ == "__main__":
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--samples", type=int, default=200)
+    parser.add_argument(
+        "--server-only", action="store_true", help="time the append function alone (SQL)"
+    )
     a = parser.parse_args()
-    asyncio.run(main(a.runs, a.events, a.samples))
+    asyncio.run(main(a.runs, a.events, a.samples, a.server_only))
