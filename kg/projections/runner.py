@@ -33,21 +33,20 @@ import asyncpg
 
 from kg.errors import ValidationError
 from kg.events.envelope import RecordedEvent
-from kg.events.store import SELECT_EVENT, EventStore, log_head, record_from_row
+from kg.events.store import SELECT_EVENT_RANGE, EventStore, log_head, record_from_row
 from kg.gc_pause import collector_paused, heap_frozen
 from kg.progress import EVENTS_PROJECTED
 from kg.projections.base import Projection, ProjectionContext
 
-_READ_RANGE = f"""
-SELECT {SELECT_EVENT} FROM kg_events
- WHERE tenant_id = $1 AND position > $2 AND position <= $3 ORDER BY tenant_id, position
-"""
+_READ_RANGE = SELECT_EVENT_RANGE.format(upper=" AND c.position <= $3") + (
+    " WHERE e.tenant_id = $1 AND e.position > $2 AND e.position <= $3"
+    " ORDER BY e.tenant_id, e.position"
+)
 
-_READ_TYPES = f"""
-SELECT {SELECT_EVENT} FROM kg_events
- WHERE tenant_id = $1 AND position > $2 AND position <= $3 AND event_type = ANY($4)
- ORDER BY tenant_id, position
-"""
+_READ_TYPES = SELECT_EVENT_RANGE.format(upper=" AND c.position <= $3") + (
+    " WHERE e.tenant_id = $1 AND e.position > $2 AND e.position <= $3"
+    " AND e.event_type = ANY($4) ORDER BY e.tenant_id, e.position"
+)
 
 # The tenants whose log is ahead of some selected projection, with how far the slowest one has
 # got (a missing checkpoint row counts as 0). One row per tenant: the join is on tenant_id.
