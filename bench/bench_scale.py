@@ -49,7 +49,7 @@ from kg.events.base import DomainEvent
 from kg.events.content import split_erasable
 from kg.events.hashing import GENESIS_HASH, EventCanonicaliser, canonical_json, chain_hash
 from kg.projections import ProjectionContext, ProjectionRunner, default_projections
-from kg.search import search, search_in_transaction
+from kg.search import _VEC_ONLY, search, search_in_transaction
 
 TENANT, PROJECT = "scale", "p"
 RELATIONS = ("kg_events", "kg_event_content", "kg_nodes", "kg_edges", "kg_passages",
@@ -204,8 +204,11 @@ async def latency(url: str, n_nodes: int, queries: int) -> list[tuple[str, float
     await timed("vector search filtered to one node type, ms",
                 [find(t, one_type, "semantic") for t in tasks])  # fmt: skip
 
-    async def recall(types: list[str] | None) -> tuple[float, float]:
-        found = []
+    async def recall(types: list[str] | None) -> tuple[list[float], list[float]]:
+        """Per query: the share of the exact top 10 found, and the same counting a hit whose
+        similarity ties the exact 10th's (the hashing embedder's vectors tie often: which of
+        two equally similar nodes comes 10th is arbitrary, not a miss)."""
+        strict, tied = [], []
         for text in tasks:
             approx = await search(app, scope, text, mode="semantic", node_types=types,
                                   embedder=embedder)  # fmt: skip
@@ -216,16 +219,32 @@ async def latency(url: str, n_nodes: int, queries: int) -> list[tuple[str, float
                 exact = await search_in_transaction(
                     conn, scope, text, "semantic", types, 10, vector, 40
                 )
+            if not exact:
+                continue
             truth = {h.node_id for h in exact}
-            found.append(len(truth & {h.node_id for h in approx.hits}) / max(1, len(truth)))
-        found.sort()
-        return sum(found) / len(found), found[len(found) // 10]
+            strict.append(len(truth & {h.node_id for h in approx.hits}) / len(truth))
+            floor = min(h.similarity or 0.0 for h in exact) - 1e-6
+            good = sum(1 for h in approx.hits if (h.similarity or 0.0) >= floor)
+            tied.append(min(good, len(truth)) / len(truth))
+        return strict, tied
+
+    def summary(values: list[float]) -> tuple[float, float]:
+        values = sorted(values)
+        return sum(values) / len(values), values[len(values) // 10]
 
     for name, types in (("unfiltered", None), ("filtered to one node type", one_type)):
-        mean, low = await recall(types)
+        async with tenant_transaction(app, TENANT) as conn:  # which plan the search gets
+            await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            plan = await conn.fetchval(
+                "EXPLAIN (FORMAT JSON) " + _VEC_ONLY, TENANT, PROJECT, types,
+                await query_vector(embedder, tasks[0]), 40, 10,
+            )  # fmt: skip
+        print(f"vector search {name}: HNSW index used: {'kg_nodes_embedding' in plan}")
+        strict, tied = await recall(types)
         out.append((f"recall@10 of vector search {name} vs exact (mean, 10th percentile)",
-                    mean, low))  # fmt: skip
-        print(out[-1], flush=True)
+                    *summary(strict)))  # fmt: skip
+        out.append(("the same, ties with the exact 10th counted as found", *summary(tied)))
+        print(out[-2:], flush=True)
     await app.close()
     return out
 
@@ -297,9 +316,10 @@ async def main(
         replay_s.append(time.perf_counter() - started)
         assert applied == n, applied
         await drop_replay_schema(system, schema)
-    results.append((f"as-of replay of {n:,} events into a schema (no HNSW), seconds",
-                    median(replay_s), replay_s))  # fmt: skip
-    print(results[-1], flush=True)
+    if replay_s:
+        results.append((f"as-of replay of {n:,} events into a schema (no HNSW), seconds",
+                        median(replay_s), replay_s))  # fmt: skip
+        print(results[-1], flush=True)
 
     if rebuild:
         started = time.perf_counter()
