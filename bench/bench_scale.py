@@ -249,6 +249,22 @@ async def latency(url: str, n_nodes: int, queries: int) -> list[tuple[str, float
     return out
 
 
+async def timed_index_builds(runner: ProjectionRunner) -> list[float]:
+    """Seconds each ``finish_rebuild`` of kg_nodes takes from now on (where a rebuild builds
+    its HNSW and GIN indexes), filled in as the rebuild runs."""
+    seconds: list[float] = []
+    nodes = next(p for p in runner.projections if p.name == "kg_nodes")
+    finish = nodes.finish_rebuild
+
+    async def timed(conn: asyncpg.Connection) -> None:
+        started = time.perf_counter()
+        await finish(conn)
+        seconds.append(time.perf_counter() - started)
+
+    nodes.finish_rebuild = timed  # type: ignore[method-assign]
+    return seconds
+
+
 def server_memory(url: str) -> float:
     """Proportional set size (MiB) of the embedded server's processes (its shared buffers
     counted once), or 0 when the server is not local."""
@@ -322,12 +338,15 @@ async def main(
         print(results[-1], flush=True)
 
     if rebuild:
+        index_s = await timed_index_builds(runner)
         started = time.perf_counter()
         await runner.rebuild()
-        rebuilt = n / (time.perf_counter() - started)
+        seconds = time.perf_counter() - started
         results.append(("projection rebuild (cached embeddings, indexes built once), events/s",
-                        rebuilt, [rebuilt]))  # fmt: skip
-        print(results[-1], flush=True)
+                        n / seconds, [n / seconds]))  # fmt: skip
+        results.append(("the same rebuild, seconds; of which building kg_nodes' HNSW and GIN "
+                        "indexes at the end", seconds, [sum(index_s)]))  # fmt: skip
+        print(results[-2:], flush=True)
 
     disk = await sizes(system)
     await system.close()
