@@ -10,7 +10,8 @@ append-only trigger untouched: it only refuses UPDATE/DELETE/TRUNCATE), and its 
 ``kg_merkle_rebuild``, the migration's backfill, in chunks of 50,000.
 
 Run: python bench/bench_merkle.py [--runs 5] [--events 1000000] [--server-only] (``--runs 0``:
-proofs only, ``--events 0``: throughput only, ``--server-only``: the append function alone)
+proofs only, ``--events 0``: throughput only, ``--server-only``: the append function alone,
+``--extend-only``: the tree's extension alone)
 """
 
 from __future__ import annotations
@@ -157,6 +158,47 @@ async def server_throughput(system: object, runs: int) -> list[str]:
     return lines
 
 
+_EXTEND_LOOP = """
+DO $$ DECLARE i int; h text[]; p bigint[]; BEGIN
+ FOR i IN 0..{last} LOOP
+   p := ARRAY(SELECT generate_series(i * {size} + 1, i * {size} + {size})::bigint);
+   h := ARRAY(SELECT md5(x::text) || md5(x::text) FROM unnest(p) x);
+   {call}
+ END LOOP; END $$;
+"""
+
+
+async def extend_cost(system: object, runs: int, size: int = 10, calls: int = 2000) -> list[str]:
+    """Server time of the tree work alone: ``calls`` calls of ``kg_merkle_extend`` with
+    ``size`` leaves in one DO block, against the same loop without the call; and the same
+    function without SECURITY DEFINER and its ``SET search_path`` (what that hop costs)."""
+    schema = str(await system.fetchval("SELECT current_schema()"))  # type: ignore[attr-defined]
+    m0012 = _migration("0012_merkle_tree.py")
+    definition = m0012._extend(schema).split("CREATE FUNCTION kg_merkle_rebuild")[0]  # type: ignore[attr-defined]
+    plain = definition.replace("kg_merkle_extend(", "bench_extend_plain(", 1).replace(
+        f'SECURITY DEFINER SET search_path = "{schema}", pg_temp', ""
+    )
+    await system.execute(plain)  # type: ignore[attr-defined]
+    variants = {
+        "loop alone": "PERFORM 1;",
+        "kg_merkle_extend": "PERFORM kg_merkle_extend('x{run}', p, h);",
+        "the same, not SECURITY DEFINER": "PERFORM bench_extend_plain('y{run}', p, h);",
+    }
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    for run in range(runs):
+        for name, call in variants.items():
+            started = time.perf_counter()
+            sql = _EXTEND_LOOP.format(last=calls - 1, size=size, call=call.format(run=run))
+            await system.execute(sql)  # type: ignore[attr-defined]
+            times[name].append((time.perf_counter() - started) * 1000 / calls)
+    base = median(times["loop alone"])
+    return [
+        f"| {name}, {size} leaves, ms per call | {median(t):.4f} | {median(t) - base:.4f} | "
+        f"{', '.join(f'{x:.4f}' for x in t)} |"
+        for name, t in times.items()
+    ]
+
+
 async def bulk_log(system: object, tenant: str, n: int) -> float:
     """``n`` events of ``tenant`` by COPY, with real chain hashes, then the tree by rebuild."""
     head = 0  # a new tenant: its own positions start at 1
@@ -242,12 +284,15 @@ async def proofs(app: object, tenant: str, n: int, samples: int) -> list[str]:
     ]
 
 
-async def main(runs: int, events: int, samples: int, server: bool) -> None:
+async def main(runs: int, events: int, samples: int, server: bool, extend: bool) -> None:
     url = fresh_database()
     app = await create_pool(url, app_role=True, max_size=10)
     system = await create_pool(url, app_role=False, max_size=10)
     store = EventStore(app)
-    if server:
+    if extend:
+        lines = ["| server time | median | minus the loop | runs |", "| --- | ---: | ---: | --- |"]
+        lines += await extend_cost(system, runs)
+    elif server:
         lines = await server_throughput(system, runs)
     else:
         lines = await throughput(store, system, runs) if runs else []
@@ -274,5 +319,8 @@ if __name__ == "__main__":
     parser.add_argument(
         "--server-only", action="store_true", help="time the append function alone (SQL)"
     )
+    parser.add_argument(
+        "--extend-only", action="store_true", help="time kg_merkle_extend alone (a DO loop)"
+    )
     a = parser.parse_args()
-    asyncio.run(main(a.runs, a.events, a.samples, a.server_only))
+    asyncio.run(main(a.runs, a.events, a.samples, a.server_only, a.extend_only))
