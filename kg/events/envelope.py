@@ -23,9 +23,10 @@ class _JSONField:
 
     Reading the log in bulk (a replay, a rebuild, ``read_all``) builds hundreds of thousands of
     :class:`RecordedEvent` a second; decoding every payload and metadata up front was most of
-    that time, and metadata is rarely read. A data descriptor, so the dataclass's ``__init__``
-    (``object.__setattr__`` when frozen), ``dataclasses.replace``, ``==`` and ``repr`` all go
-    through it and see the decoded dict.
+    that time, and metadata is rarely read. A data descriptor, set on the class after the
+    dataclass is made (so that the fields keep no default), through which the dataclass's
+    ``__init__`` (``object.__setattr__`` when frozen), ``dataclasses.replace``, ``==`` and
+    ``repr`` all go: they see the decoded dict.
     """
 
     def __set_name__(self, owner: type, name: str) -> None:

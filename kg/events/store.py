@@ -152,7 +152,8 @@ _FIELDS = tuple(f.name for f in dataclasses.fields(RecordedEvent))
 
 
 def record_from_row(row: asyncpg.Record) -> RecordedEvent:
-    """Build from a row selected with :data:`SELECT_EVENT` (positional: the read hot path).
+    """Build from a row selected with :data:`SELECT_EVENT` or :data:`SELECT_EVENT_RANGE`
+    (positional: the read hot path).
 
     The instance's fields are set in one dict update rather than through the frozen
     dataclass's ``__init__`` (fifteen ``object.__setattr__`` calls): the row comes from the
