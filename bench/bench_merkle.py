@@ -1,15 +1,17 @@
 """The Merkle tree's costs: append throughput with the tree maintained vs. without, and at
 1,000,000 events the inclusion proof (size, time) and the consistency check of a checkpoint.
 
-Before/after in one session and one database: the append function is swapped between migration
-0012's (extends the tree) and 0009's (does not) with ``CREATE OR REPLACE`` as the superuser,
+Before/after in one session and one database: the per-tenant append function of migration 0013
+is swapped with ``CREATE OR REPLACE`` (as the superuser) between itself (extends the tree) and
+itself without its one call of ``kg_merkle_extend``,
 and the two alternate run by run (A B A B ...), so load from other jobs on the machine hits both
 alike. The 1M-event log is written in bulk (COPY as the superuser, real chain hashes, the
 append-only trigger untouched: it only refuses UPDATE/DELETE/TRUNCATE), and its tree built by
 ``kg_merkle_rebuild``, the migration's backfill, in chunks of 50,000.
 
-Run: python bench/bench_merkle.py [--runs 5] [--events 1000000] (``--runs 0``: proofs only,
-``--events 0``: throughput only)
+Run: python bench/bench_merkle.py [--runs 5] [--events 1000000] [--server-only] (``--runs 0``:
+proofs only, ``--events 0``: throughput only, ``--server-only``: the append function alone,
+``--extend-only``: the tree's extension alone)
 """
 
 from __future__ import annotations
@@ -39,18 +41,27 @@ from kg.events import EventStore
 from kg.events.hashing import GENESIS_HASH, canonical_event, chain_hash
 
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location(
-    "m0012", ROOT / "migrations" / "versions" / "0012_merkle_tree.py"
-)
-assert _spec and _spec.loader
-m0012 = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(m0012)
+
+
+def _migration(name: str) -> object:
+    spec = importlib.util.spec_from_file_location(name, ROOT / "migrations" / "versions" / name)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+m0013 = _migration("0013_tenant_order.py")
+# The tree's one line in the per-tenant append function (migration 0013): removed for the runs
+# "without the tree", so both variants are today's function, differing only in that call.
+_EXTEND = "    PERFORM kg_merkle_extend(p_tenant, p_positions, p_hashes);\n"
 
 
 async def set_tree(system: object, on: bool) -> None:
     schema = await system.fetchval("SELECT current_schema()")  # type: ignore[attr-defined]
-    body = m0012._APPEND_WITH_TREE if on else m0012._APPEND_WITHOUT_TREE
-    await system.execute(m0012._append(str(schema), body))  # type: ignore[attr-defined]
+    functions: str = m0013._functions(str(schema))  # type: ignore[attr-defined]
+    assert functions.count(_EXTEND) == 1, "migration 0013's append function changed"
+    await system.execute(functions if on else functions.replace(_EXTEND, ""))  # type: ignore[attr-defined]
 
 
 async def throughput(store: EventStore, system: object, runs: int) -> list[str]:
@@ -81,6 +92,111 @@ async def throughput(store: EventStore, system: object, runs: int) -> list[str]:
         )
     await set_tree(system, True)
     return lines
+
+
+_SERVER_APPEND = """
+SELECT kg_append_events($1, 'p', now(), NULL, $2::bigint[], $3::uuid[], $4::text[], $5::int[],
+                        $6::text[], $7::int[], $8::text[], $9::text[], $10::text[], $11::text[])
+"""
+
+
+async def server_side(system: object, writers: int, size: int, appends: int, tenants: int) -> float:
+    """Events/s of the append function alone: ``writers`` connections (superuser, so no RLS
+    and no Python hashing) each making ``appends`` appends of ``size`` events, spread over
+    ``tenants`` fresh tenants; hashes are random but chained, which is all the function checks.
+    The tree's share of an append's server time, without the client's work diluting it."""
+    run = uuid.uuid4().hex[:6]
+    payload = '{"name":"Bulk","node_id":"document:bulk","node_type":"Document"}'
+    heads: dict[str, tuple[int, str]] = {}
+    locks = {f"t{k}-{run}": asyncio.Lock() for k in range(tenants)}
+
+    async def write(w: int) -> None:
+        tenant = f"t{w % tenants}-{run}"
+        async with system.acquire() as conn:  # type: ignore[attr-defined]
+            for a in range(appends):
+                async with locks[tenant]:  # positions and links are decided here, not raced
+                    head, prev = heads.get(tenant, (0, GENESIS_HASH))
+                    hashes = [uuid.uuid4().hex * 2 for _ in range(size)]
+                    heads[tenant] = (head + size, hashes[-1])
+                    async with conn.transaction():
+                        await conn.execute("SELECT set_config('kg.tenant_id', $1, true)", tenant)
+                        await conn.execute(
+                            _SERVER_APPEND, tenant, list(range(head + 1, head + size + 1)),
+                            [uuid.uuid4() for _ in range(size)], [f"s{w}-{a}"] * size,
+                            list(range(1, size + 1)), ["NodeAsserted"] * size, [1] * size,
+                            [payload] * size, ["{}"] * size, [prev, *hashes[:-1]], hashes,
+                        )  # fmt: skip
+
+    started = time.perf_counter()
+    await asyncio.gather(*(write(w) for w in range(writers)))
+    return writers * appends * size / (time.perf_counter() - started)
+
+
+async def server_throughput(system: object, runs: int) -> list[str]:
+    lines = [
+        "| append function alone (server side) | without tree, events/s | with tree, events/s "
+        "| change | runs (without / with) |",
+        "| --- | ---: | ---: | ---: | --- |",
+    ]
+    for name, writers, size, appends in (
+        ("1 writer, batches of 10", 1, 10, 400),
+        ("8 writers (4 tenants), batches of 10", 8, 10, 100),
+    ):
+        without: list[float] = []
+        with_tree: list[float] = []
+        for _ in range(runs):
+            for on, out in ((False, without), (True, with_tree)):
+                await set_tree(system, on)
+                out.append(await server_side(system, writers, size, appends, 4))
+        a, b = median(without), median(with_tree)
+        lines.append(
+            f"| {name} | {a:,.0f} | {b:,.0f} | {100 * (b - a) / a:+.1f}% | "
+            f"{', '.join(f'{r:,.0f}' for r in without)} / "
+            f"{', '.join(f'{r:,.0f}' for r in with_tree)} |"
+        )
+    await set_tree(system, True)
+    return lines
+
+
+_EXTEND_LOOP = """
+DO $$ DECLARE i int; h text[]; p bigint[]; BEGIN
+ FOR i IN 0..{last} LOOP
+   p := ARRAY(SELECT generate_series(i * {size} + 1, i * {size} + {size})::bigint);
+   h := ARRAY(SELECT md5(x::text) || md5(x::text) FROM unnest(p) x);
+   {call}
+ END LOOP; END $$;
+"""
+
+
+async def extend_cost(system: object, runs: int, size: int = 10, calls: int = 2000) -> list[str]:
+    """Server time of the tree work alone: ``calls`` calls of ``kg_merkle_extend`` with
+    ``size`` leaves in one DO block, against the same loop without the call; and the same
+    function without SECURITY DEFINER and its ``SET search_path`` (what that hop costs)."""
+    schema = str(await system.fetchval("SELECT current_schema()"))  # type: ignore[attr-defined]
+    m0012 = _migration("0012_merkle_tree.py")
+    definition = m0012._extend(schema).split("CREATE FUNCTION kg_merkle_rebuild")[0]  # type: ignore[attr-defined]
+    plain = definition.replace("kg_merkle_extend(", "bench_extend_plain(", 1).replace(
+        f'SECURITY DEFINER SET search_path = "{schema}", pg_temp', ""
+    )
+    await system.execute(plain)  # type: ignore[attr-defined]
+    variants = {
+        "loop alone": "PERFORM 1;",
+        "kg_merkle_extend": "PERFORM kg_merkle_extend('x{run}', p, h);",
+        "the same, not SECURITY DEFINER": "PERFORM bench_extend_plain('y{run}', p, h);",
+    }
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    for run in range(runs):
+        for name, call in variants.items():
+            started = time.perf_counter()
+            sql = _EXTEND_LOOP.format(last=calls - 1, size=size, call=call.format(run=run))
+            await system.execute(sql)  # type: ignore[attr-defined]
+            times[name].append((time.perf_counter() - started) * 1000 / calls)
+    base = median(times["loop alone"])
+    return [
+        f"| {name}, {size} leaves, ms per call | {median(t):.4f} | {median(t) - base:.4f} | "
+        f"{', '.join(f'{x:.4f}' for x in t)} |"
+        for name, t in times.items()
+    ]
 
 
 async def bulk_log(system: object, tenant: str, n: int) -> float:
@@ -168,12 +284,18 @@ async def proofs(app: object, tenant: str, n: int, samples: int) -> list[str]:
     ]
 
 
-async def main(runs: int, events: int, samples: int) -> None:
+async def main(runs: int, events: int, samples: int, server: bool, extend: bool) -> None:
     url = fresh_database()
     app = await create_pool(url, app_role=True, max_size=10)
     system = await create_pool(url, app_role=False, max_size=10)
     store = EventStore(app)
-    lines = await throughput(store, system, runs) if runs else []
+    if extend:
+        lines = ["| server time | median | minus the loop | runs |", "| --- | ---: | ---: | --- |"]
+        lines += await extend_cost(system, runs)
+    elif server:
+        lines = await server_throughput(system, runs)
+    else:
+        lines = await throughput(store, system, runs) if runs else []
     print("\n".join(lines), flush=True)
     print(f"Machine: {machine()}; {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; median of {runs} runs\n")
     print("\n".join(lines))
@@ -194,5 +316,11 @@ if __name__ == "__main__":
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--samples", type=int, default=200)
+    parser.add_argument(
+        "--server-only", action="store_true", help="time the append function alone (SQL)"
+    )
+    parser.add_argument(
+        "--extend-only", action="store_true", help="time kg_merkle_extend alone (a DO loop)"
+    )
     a = parser.parse_args()
-    asyncio.run(main(a.runs, a.events, a.samples))
+    asyncio.run(main(a.runs, a.events, a.samples, a.server_only, a.extend_only))

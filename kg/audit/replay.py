@@ -89,4 +89,26 @@ async def replay(
     async with schema_pool(url, schema) as pool:
         ctx = ProjectionContext(embedder, progress=progress)
         runner = ProjectionRunner(pool, default_projections(), ctx, maintain_indexes=False)
-        return await runner.catch_up(tenant_id=tenant_id, until=until)
+        gin = await _drop_gin_indexes(pool, schema)
+        try:
+            return await runner.catch_up(tenant_id=tenant_id, until=until)
+        finally:
+            async with pool.acquire() as conn:
+                for definition in gin:
+                    await conn.execute(definition)
+
+
+async def _drop_gin_indexes(pool: asyncpg.Pool, schema: str) -> list[str]:
+    """Drop the replay schema's GIN indexes (full text, labels) while it is empty and return
+    their definitions, to build them once after the replay: a GIN index costs more to keep up
+    row by row than to build over the whole table (see ``kg/projections/nodes.py``)."""
+    async with pool.acquire() as conn, conn.transaction():
+        rows = await conn.fetch(
+            "SELECT i.indexname, i.indexdef FROM pg_indexes i "
+            "WHERE i.schemaname = $1 AND i.indexdef ILIKE '% USING gin %' "
+            "AND NOT EXISTS (SELECT 1 FROM projection_checkpoints c WHERE c.position > 0)",
+            schema,
+        )
+        for row in rows:
+            await conn.execute(f'DROP INDEX "{schema}"."{row["indexname"]}"')
+    return [row["indexdef"] for row in rows]

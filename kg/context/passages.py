@@ -13,6 +13,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 PASSAGE_CHARS = 360  # a passage: a paragraph, or a few sentences of a longer one
 GAP = " … "
@@ -48,9 +49,19 @@ def stem(word: str) -> str:
     return w[:7]
 
 
+@lru_cache(maxsize=1 << 16)
+def _term(word: str) -> str | None:
+    """``word``'s stem, or None for a stop word or a single character. Cached: a build scores
+    the passages of every candidate node, the same few thousand words over and over (stemming
+    was a third of a semantic build's time)."""
+    if len(word) <= 1 or word.lower() in STOPWORDS:
+        return None
+    return stem(word)
+
+
 def terms(text: str) -> list[str]:
     """The meaningful terms of a text, stemmed, in order, repeats kept."""
-    return [stem(w) for w in _WORD.findall(text) if w.lower() not in STOPWORDS and len(w) > 1]
+    return [t for w in _WORD.findall(text) if (t := _term(w)) is not None]
 
 
 def split_passages(content: str, size: int = PASSAGE_CHARS) -> list[str]:

@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from typing import Any
 
 import asyncpg
-import orjson
 
 from kg.config import Settings
 from kg.db.urls import asyncpg_url, redact, with_user
 from kg.errors import DatabaseUnavailableError
+from kg.json_text import decode_json
 
 APP_ROLE = "kg_app"
 
@@ -51,26 +50,8 @@ def unreachable(url: str, exc: BaseException) -> DatabaseUnavailableError:
     )
 
 
-# 19 digits in a row: maybe an integer beyond 64 bits, which orjson reads as a float (2**70
-# would come back rounded, and its event would fail `kg audit verify`).
-_LONG_DIGITS = re.compile(r"\d{19}")
-
-
-def loads_jsonb(text: str) -> Any:
-    """A jsonb value's text as this application reads it (the codec of every connection).
-
-    orjson is several times faster on the read path; the stdlib reads what orjson would
-    refuse or round (a long run of digits, most likely inside a string, only costs speed)."""
-    if _LONG_DIGITS.search(text) is None:
-        try:
-            return orjson.loads(text)
-        except orjson.JSONDecodeError:
-            pass
-    return json.loads(text)
-
-
 async def _init_connection(conn: asyncpg.Connection) -> None:
-    await conn.set_type_codec("jsonb", encoder=json.dumps, decoder=loads_jsonb, schema="pg_catalog")
+    await conn.set_type_codec("jsonb", encoder=json.dumps, decoder=decode_json, schema="pg_catalog")
 
 
 # URLs (redacted) whose application pool could not log in as kg_app and fell back to SET ROLE

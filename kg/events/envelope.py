@@ -2,17 +2,74 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cached_property
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from kg.events.base import DomainEvent, decode_event
 from kg.events.content import content_ref, hydrate, parse_body
+from kg.json_text import decode_json
 
 E = TypeVar("E", bound=DomainEvent)
+T = TypeVar("T")
+
+
+class _JSONField:
+    """A dataclass field holding a JSON object, given either decoded (a dict) or as the JSON
+    text the database returned, which is decoded on first access and kept.
+
+    Reading the log in bulk (a replay, a rebuild, ``read_all``) builds hundreds of thousands of
+    :class:`RecordedEvent` a second; decoding every payload and metadata up front was most of
+    that time, and metadata is rarely read. A data descriptor, set on the class after the
+    dataclass is made (so that the fields keep no default), through which the dataclass's
+    ``__init__`` (``object.__setattr__`` when frozen), ``dataclasses.replace``, ``==`` and
+    ``repr`` all go: they see the decoded dict.
+    """
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, instance: None, owner: type) -> _JSONField: ...
+    @overload
+    def __get__(self, instance: object, owner: type) -> dict[str, Any]: ...
+    def __get__(self, instance: object | None, owner: type) -> _JSONField | dict[str, Any]:
+        if instance is None:
+            return self
+        value = instance.__dict__[self.name]
+        if isinstance(value, str):
+            value = instance.__dict__[self.name] = decode_json(value)
+        return value  # type: ignore[no-any-return]
+
+    def __set__(self, instance: object, value: dict[str, Any] | str) -> None:
+        instance.__dict__[self.name] = value
+
+
+class _cached(Generic[T]):
+    """``functools.cached_property`` without its lock (Python 3.11 takes an RLock on every
+    first access: several microseconds, paid three times per event in a replay). Events are
+    read by one task at a time; a race would only compute the same value twice."""
+
+    def __init__(self, fn: Callable[[Any], T]) -> None:
+        self.fn = fn
+        self.name = fn.__name__
+        self.__doc__ = fn.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, instance: None, owner: type) -> _cached[T]: ...
+    @overload
+    def __get__(self, instance: object, owner: type) -> T: ...
+    def __get__(self, instance: object | None, owner: type) -> _cached[T] | T:
+        if instance is None:
+            return self
+        value = instance.__dict__[self.name] = self.fn(instance)
+        return value
 
 
 class EventMetadata(BaseModel):
@@ -51,6 +108,8 @@ class RecordedEvent:
     stream_version: int
     event_type: str
     schema_version: int
+    #: the stored payload (what the chain hashed); given as a dict or as its JSON text, which
+    #: is decoded when first read (so is ``metadata``: see :class:`_JSONField`)
     payload: dict[str, Any]
     metadata: dict[str, Any]
     recorded_at: datetime
@@ -67,13 +126,13 @@ class RecordedEvent:
         back (or marked erased): the one place stored content is re-hydrated."""
         return decode_event(self.event_type, self.schema_version, self.domain_payload)
 
-    @cached_property
+    @_cached
     def domain_payload(self) -> dict[str, Any]:
         """The payload with its erasable fields put back (or ``[erased]``): what an export
         shows. :attr:`payload` is what the chain hashed."""
         return hydrate(self.payload, self.content_body)
 
-    @cached_property
+    @_cached
     def content_body(self) -> dict[str, Any] | None:
         """:attr:`content` parsed: ``{"fields": {...}, "salt": ...}``."""
         return None if self.content is None else parse_body(self.content)
@@ -89,7 +148,7 @@ class RecordedEvent:
         """True when this event's erasable content was erased (``kg erase``)."""
         return self.content is None and content_ref(self.payload) is not None
 
-    @cached_property
+    @_cached
     def event(self) -> DomainEvent:
         """The domain event, upcast and validated, decoded once: what every reader of the log
         works on. ``payload`` is the stored form, for hashing and export only: a reader that
@@ -103,7 +162,7 @@ class RecordedEvent:
             raise TypeError(f"event at position {self.position} is a {self.event_type}, not {cls}")
         return event
 
-    @cached_property
+    @_cached
     def meta(self) -> EventMetadata:
         """The metadata, validated (who, which session and tool call, the source)."""
         return EventMetadata.model_validate(self.metadata)
@@ -111,6 +170,12 @@ class RecordedEvent:
     @property
     def actor(self) -> str:
         return str(self.metadata.get("actor", "system"))
+
+
+for _name in ("payload", "metadata"):
+    _json_field = _JSONField()
+    _json_field.__set_name__(RecordedEvent, _name)
+    setattr(RecordedEvent, _name, _json_field)
 
 
 @dataclass(frozen=True)

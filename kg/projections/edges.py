@@ -73,8 +73,9 @@ class EdgesProjection:
         first: dict[tuple[str, str, str], GraphChange] = {}
         latest: dict[tuple[str, str, str], GraphChange] = {}
         for g in run:
-            first.setdefault(_edge_key(g), g)
-            latest[_edge_key(g)] = g
+            key = _edge_key(g)
+            first.setdefault(key, g)
+            latest[key] = g
         rows = []
         for key, g in latest.items():
             edge = g.change

@@ -136,8 +136,9 @@ class NodesProjection:
         latest: dict[tuple[str, str, str], GraphChange] = {}
         first: dict[tuple[str, str, str], GraphChange] = {}
         for g in run:
-            first.setdefault(_key(g), g)
-            latest[_key(g)] = g
+            key = _key(g)
+            first.setdefault(key, g)
+            latest[key] = g
         cols: list[list[Any]] = [[] for _ in range(13)]
         for key, g in latest.items():
             node, e = g.change, g.source

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import asyncpg
@@ -33,20 +34,26 @@ import asyncpg
 from kg.errors import ValidationError
 from kg.events.envelope import RecordedEvent
 from kg.events.recent import RecentEvents
-from kg.events.store import SELECT_EVENT, EventStore, log_head, log_head_sql, record_from_row
+from kg.events.store import (
+    SELECT_EVENT_RANGE,
+    EventStore,
+    log_head,
+    log_head_sql,
+    record_from_row,
+)
+from kg.gc_pause import collector_paused, heap_frozen
 from kg.progress import EVENTS_PROJECTED
 from kg.projections.base import Projection, ProjectionContext
 
-_READ_RANGE = f"""
-SELECT {SELECT_EVENT} FROM kg_events
- WHERE tenant_id = $1 AND position > $2 AND position <= $3 ORDER BY tenant_id, position
-"""
+_READ_RANGE = SELECT_EVENT_RANGE.format(upper=" AND c.position <= $3") + (
+    " WHERE e.tenant_id = $1 AND e.position > $2 AND e.position <= $3"
+    " ORDER BY e.tenant_id, e.position"
+)
 
-_READ_TYPES = f"""
-SELECT {SELECT_EVENT} FROM kg_events
- WHERE tenant_id = $1 AND position > $2 AND position <= $3 AND event_type = ANY($4)
- ORDER BY tenant_id, position
-"""
+_READ_TYPES = SELECT_EVENT_RANGE.format(upper=" AND c.position <= $3") + (
+    " WHERE e.tenant_id = $1 AND e.position > $2 AND e.position <= $3"
+    " AND e.event_type = ANY($4) ORDER BY e.tenant_id, e.position"
+)
 
 # The tenants whose log is ahead of some selected projection, with how far the slowest one has
 # got (a missing checkpoint row counts as 0). One row per tenant: the join is on tenant_id.
@@ -136,6 +143,12 @@ class _Behind:
 # catch-up or in many small ones: an import through the write path catches up per chunk), it
 # refreshes that table's statistics.
 ANALYZE_AFTER = 1000
+# A replay at least this far behind runs with the process's earlier objects frozen (gc_pause).
+FREEZE_AFTER = 10_000
+
+
+def _lag(behind: Sequence[_Behind]) -> int:
+    return sum(b.head - b.seen for b in behind)  # (head is already capped at until)
 
 
 class ProjectionRunner:
@@ -298,18 +311,22 @@ class ProjectionRunner:
             if bulk is None:
                 # A long way behind (a backfill, a restore), dropping indexes that are cheaper
                 # to build once than to update row by row pays for itself.
-                lag = sum(b.head - b.seen for b in behind)
-                bulk = self.maintain_indexes and until is None and lag >= self.bulk_threshold
+                bulk = (
+                    self.maintain_indexes and until is None and _lag(behind) >= self.bulk_threshold
+                )
             if bulk:
                 for projection in selected:
                     await projection.prepare_bulk(conn)
-        if not bulk:
-            applied = await self._replay(selected, behind)
-        else:
-            try:
-                applied = await self._replay_in_lanes(selected, behind)
-            finally:
-                await self._finish(selected)
+        # A long replay keeps the collector off the objects loaded before it (gc_pause).
+        frozen = heap_frozen() if bulk or _lag(behind) >= FREEZE_AFTER else nullcontext()
+        with frozen:
+            if not bulk:
+                applied = await self._replay(selected, behind)
+            else:
+                try:
+                    applied = await self._replay_in_lanes(selected, behind)
+                finally:
+                    await self._finish(selected)
         if self.recent is not None and until is None and len(selected) == len(self.projections):
             for tenant in behind:  # every projection has these: the window need not keep them
                 self.recent.forget(tenant.tenant_id, tenant.head)
@@ -442,7 +459,8 @@ class ProjectionRunner:
                 rows = await conn.fetch(_READ_RANGE, tenant_id, start, end)
             else:
                 rows = await conn.fetch(_READ_TYPES, tenant_id, start, end, types)
-        return _Batch(start, end, [record_from_row(r) for r in rows])
+        with collector_paused():
+            return _Batch(start, end, [record_from_row(r) for r in rows])
 
     async def _apply_next_batch(
         self,

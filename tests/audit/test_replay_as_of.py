@@ -11,6 +11,7 @@ import asyncpg
 import pytest
 
 from kg.audit.as_of import AsOfReadOnlyError, list_replays
+from kg.audit.replay import create_replay_schema, drop_replay_schema
 from kg.audit.snapshot import drop_kept, materialise, resolve_until
 from kg.audit.verify import find_position_gaps, verify_tenant
 from kg.config import Scope, Settings
@@ -202,3 +203,26 @@ async def test_a_replay_is_of_one_tenant_at_its_own_position(
         'SELECT tenant_id, position FROM "kg_asof_other_1".kg_events'
     )
     assert [tuple(r) for r in events] == [("other", 1)]
+
+
+async def test_a_replay_builds_its_full_text_indexes_once_and_keeps_them_as_created(
+    runtime: Runtime, scope: Scope, history: int
+) -> None:
+    async def indexes(schema: str) -> list[str]:
+        rows = await runtime.system_pool.fetch(
+            "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname", schema
+        )
+        return [r["indexdef"].replace(f"{schema}.", "SCHEMA.") for r in rows]
+
+    await create_replay_schema(runtime.system_pool, "untouched")
+    await materialise(
+        runtime.system_pool, runtime.url, str(history), HashingEmbedder(), "past", tenant_id="acme"
+    )
+    # The GIN indexes were dropped for the replay and built again after it, as they were.
+    replayed = await indexes("past")
+    assert replayed == await indexes("untouched")
+    assert any("USING gin (tsv)" in d for d in replayed)
+    async with open_as_of(runtime, "past") as rt:
+        hits = await search(rt.app_pool, scope, "Alpha", mode="fulltext")
+        assert [h.node_id for h in hits.hits] == ["component:a"]
+    await drop_replay_schema(runtime.system_pool, "untouched")
