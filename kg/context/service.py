@@ -46,7 +46,8 @@ async def build_with_rules(
 ) -> ContextGraph:
     """Build in ``snap``; when MUST directives govern the files of the graph's nodes, they are
     added to it (:mod:`kg.directives.context`) and the graph is built again within the rest
-    of the token budget, so the whole stays inside it. A reproduction takes the same steps."""
+    of the token budget, so the whole stays inside it; the MUSTs of a file that no longer fits
+    are dropped. A reproduction takes the same steps."""
     from kg.directives import context as rules
 
     graph = await snap.build(request, embedder)
@@ -67,6 +68,16 @@ async def build_with_rules(
             }
         )
         graph = await snap.build(inner, embedder)
+        # A file the smaller budget left out takes its MUSTs with it.
+        still = await rules.musts_for(
+            snap, pool_key, rules.node_files(graph.nodes), request.task or "",
+            request.token_budget, governance,
+        )  # fmt: skip
+        kept = {d.node_id for d in still}
+        musts = [d for d in musts if d.node_id in kept]
+        if not musts:
+            return replace(graph, budget=replace(graph.budget, token_budget=request.token_budget))
+        extra = rules.tokens(musts)
     return replace(
         graph,
         budget=replace(

@@ -370,3 +370,31 @@ async def test_a_bad_rules_file_is_reported_and_skipped_and_the_rest_is_ingested
         "file were skipped"
     ]
     assert [d["text"] for d in served.directives] == ["Never mock the database in tests."]
+
+
+async def test_a_graph_shows_no_musts_of_a_file_its_budget_left_out(rules: Runtime) -> None:
+    """The MUSTs are chosen from the first build's files, then the graph is built again in what
+    they leave of the budget; a file that no longer fits takes its MUSTs with it."""
+    from kg.context.service import build_context_graph, parse_request
+
+    path = "migrations/versions/0001_event_store.py"
+    big = "The event store keeps every change as an event. " * 80
+    await rules.store.append(
+        rules.scope,
+        "fixture:budget",
+        [NodeAsserted(node_id="adr:big", node_type="ADR", name="Event store", content=big),
+         NodeAsserted(node_id="file:0001", node_type="File", name=path,
+                      content="Alembic revision 0001.", properties={"path": path})],
+    )  # fmt: skip
+    await rules.catch_up()
+    dropped = 0
+    for budget in range(100, 420, 8):
+        graph = await build_context_graph(
+            rules, parse_request(anchors=["adr:big", "file:0001"], token_budget=budget)
+        )
+        if "file:0001" in {n.node_id for n in graph.nodes}:
+            continue
+        dropped += 1
+        assert graph.directives == (), f"budget {budget}: no node of the graph has a file"
+        assert "## Project rules (MUST)" not in graph.rendering
+    assert dropped, "some budget leaves the file out"
