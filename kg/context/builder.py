@@ -415,7 +415,8 @@ class ContextBuilder:
             if room is not None and room < MIN_NODE_TOKENS:
                 truncated = True
                 break
-            if cannot_fit(item.row, item.reason, room):
+            readable = not (item.verdict.redacted or item.status)  # never read a redacted text
+            if readable and cannot_fit(item.row, item.reason, room):
                 truncated = True
                 continue
             chars = allowance(req.token_budget, req.max_content_chars, len(chosen))
@@ -426,7 +427,6 @@ class ContextBuilder:
                 if smaller is None:
                     continue
                 node = smaller
-            readable = not (item.verdict.redacted or item.status)  # never read a redacted text
             if readable:
                 original, own = copy_of(item.row.content, grams)
                 if original is not None:

@@ -143,9 +143,10 @@ class Meter:
 
 
 def cannot_fit(row: NodeRow, reason: str, room: int | None) -> bool:
-    """True when not even the smallest form of the node (its id, type, name and reason, and
-    the shortest excerpt worth showing) fits ``room``: decided before any excerpt is cut, so a
-    build whose budget is spent does not cut excerpts for every remaining candidate."""
+    """True when not even the smallest form of a node that shows its text (its id, type, name
+    and reason, and the shortest excerpt worth showing) fits ``room``: decided before any
+    excerpt is cut, so a build whose budget is spent does not cut excerpts for every remaining
+    candidate. (Redacted and superseded nodes show other, shorter forms: not for them.)"""
     if room is None:
         return False
     text = min(len(row.content.strip()), MIN_EXCERPT)

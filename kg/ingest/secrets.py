@@ -153,7 +153,8 @@ def mask_text(
 ) -> tuple[str, list[SecretFinding]]:
     """``text`` with every secret :func:`scan_text` finds replaced by :data:`MASK`, and the
     findings. A token is replaced where it stands; a private key from its BEGIN line through
-    its END line (to the end of the text if there is none), since its body is the secret."""
+    its END line (to the end of the text if there is none), since its body is the secret: the
+    marker on its first line, the others left blank, so the file keeps its line numbers."""
     findings = scan_text(path, text, allow)
     if not findings:
         return text, []
@@ -167,8 +168,8 @@ def mask_text(
         rules = by_line.get(number, set())
         if in_key or "private-key" in rules:
             ending = "\n" if line.endswith("\n") else ""
-            if not in_key:
-                out.append(MASK.format(rule="private-key") + ending)
+            # the key's other lines blank, so every line after it keeps its number
+            out.append(ending if in_key else MASK.format(rule="private-key") + ending)
             in_key = not _KEY_END.search(line)
             continue
         for rule, pattern in _RULES:

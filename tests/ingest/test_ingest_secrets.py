@@ -80,8 +80,10 @@ def test_masking_replaces_each_secret_and_only_the_secret() -> None:
         "curl -H 'Authorization: Bearer [secret removed: github-token]' https://api.example.com",
         'db_password = "[secret removed: high-entropy-assignment]"',
         "[secret removed: private-key]",
+        "",
+        "",
         "after the key",
-    ]
+    ], "the same line numbers after the key"
     assert mask_text("docs/clean.md", "# Clean\n\nno key here\n") == (
         "# Clean\n\nno key here\n",
         [],
