@@ -54,6 +54,13 @@ _ASSIGNMENT = re.compile(
     r"|credential|auth)[\w.-]*[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9+/=_\-.~!@#$%^&*]{16,})"
 )
 _MIN_ENTROPY = 3.5  # bits per character: random base64 is ~6, English words ~3
+# A value that is a name in code (``self.token_budget``, ``settings.api_key``, ``os.environ``)
+# is read from somewhere, not written down, and an email address is an identity, not a
+# credential: neither is a secret however mixed its characters.
+_IDENTIFIER = re.compile(
+    r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*[,;)]?"  # a name, dotted or not
+    r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"  # an email address (``GIT_AUTHOR_EMAIL: a@b.com``)
+)
 _MIN_CLASSES = 2  # at least two of: lower, upper, digits, symbols
 
 
@@ -101,7 +108,11 @@ def _random_looking(value: str) -> bool:
             any(not c.isalnum() for c in value),
         )
     )
-    return classes >= _MIN_CLASSES and entropy(value) >= _MIN_ENTROPY
+    return (
+        classes >= _MIN_CLASSES
+        and entropy(value) >= _MIN_ENTROPY
+        and not _IDENTIFIER.fullmatch(value)
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -146,3 +146,16 @@ def test_the_pre_commit_lint_refuses_a_staged_secret(tmp_path: Path) -> None:
     found = [str(p) for p in lint_staged(tmp_path)]
     assert len(found) == 1 and found[0].startswith("docs/a.md:5: possible secret (github-token)")
     assert GITHUB not in found[0]
+
+
+def test_a_name_in_code_assigned_to_a_secret_looking_key_is_no_secret() -> None:
+    text = "\n".join(
+        [
+            '    "tokenBudget": self.token_budget,',
+            "    api_key = settings.openai_api_key",
+            "    password: str = config.db_password",
+            '    "GIT_AUTHOR_EMAIL": "bench@example.com",',
+        ]
+    )
+    assert scan_text("kg/memory/read.py", text) == []
+    assert [f.rule for f in scan_text("a.py", PASSWORD_LINE)] == ["high-entropy-assignment"]
