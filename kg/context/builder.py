@@ -277,21 +277,15 @@ class ContextBuilder:
                     and not (set(verdict.actions) & allowed_filter)
                 ):
                     continue
-                score = (
-                    parent.score
-                    * HOP_DECAY
-                    * weight_factor(edge.weight)
-                    * recency_factor(row.updated_at, as_of_time)
-                    * prior(node_id)
-                    * task_overlap(wanted, row.name, row.content)
-                )
+                score = _hop_score(parent.score, edge.weight, row, as_of_time, wanted)
                 reason = f"hop {hop} from {parent_id} via {edge.edge_type}"
                 if candidate is None or (score, reason) > (candidate.score, candidate.reason):
                     new[node_id] = _Reached(row, verdict, score, reason, hop, edge.edge_id)
             if connectors:
                 await self._through(
-                    req, hop, connectors, (reached, new, denied), gov, as_of_time, allowed_filter
-                )
+                    req, hop, connectors, (reached, new, denied), gov, (as_of_time, wanted),
+                    allowed_filter,
+                )  # fmt: skip
             if new:
                 depth = hop
             reached.update(new)
@@ -305,7 +299,7 @@ class ContextBuilder:
         connectors: dict[str, tuple[float, str]],
         state: tuple[dict[str, _Reached], dict[str, _Reached], set[str]],
         gov: Governance,
-        as_of_time: datetime | None,
+        scoring: tuple[datetime | None, list[str]],
         allowed_filter: set[str],
     ) -> None:
         """Sections that name the same entities as this hop's frontier, as part of the same hop:
@@ -313,9 +307,10 @@ class ContextBuilder:
         that mention it, not content, so it is walked through rather than shown (shown, the
         entities a section names filled the budget while the sections behind them were a hop
         further, bench/RESULTS.md issue 22). ``state``: what is reached, what this hop adds,
-        what is denied; policy_first's filter applies as in any hop."""
+        what is denied; ``scoring``: the as-of time and the task's terms, as a hop scores;
+        policy_first's filter applies as in any hop."""
         reached, new, denied = state
-        wanted = sorted(set(terms(req.task))) if req.task else []
+        as_of_time, wanted = scoring
         limit = expansion_limit(req)
         rows = await self.source.neighbours(
             sorted(connectors),
@@ -336,15 +331,8 @@ class ContextBuilder:
             if allowed_filter and not set(verdict.actions) & allowed_filter:
                 continue
             strength, parent_id = connectors[edge.to_node]
-            score = (
-                strength
-                * HOP_DECAY
-                * weight_factor(edge.weight)
-                / 2  # the two MENTIONS edges' factors, each at most 2, counted as one hop's
-                * recency_factor(row.updated_at, as_of_time)
-                * prior(node_id)
-                * task_overlap(wanted, row.name, row.content)
-            )
+            # the two MENTIONS edges' factors, each at most 2, counted as one hop's
+            score = _hop_score(strength / 2, edge.weight, row, as_of_time, wanted)
             reason = f"hop {hop} from {parent_id} via {edge.to_node}"
             candidate = new.get(node_id)
             if candidate is None or (score, reason) > (candidate.score, candidate.reason):
@@ -533,6 +521,21 @@ class ContextBuilder:
             status=item.status,
             superseded_by=item.replaced_by,
         )
+
+
+def _hop_score(
+    parent: float, weight: float, row: NodeRow, as_of_time: datetime | None, wanted: list[str]
+) -> float:
+    """A node reached by a hop: its parent's score decayed, by the edge's weight, the node's
+    recency, its path prior and how many of the task's terms it shares."""
+    return (
+        parent
+        * HOP_DECAY
+        * weight_factor(weight)
+        * recency_factor(row.updated_at, as_of_time)
+        * prior(row.node_id)
+        * task_overlap(wanted, row.name, row.content)
+    )
 
 
 def expansion_limit(req: ContextRequest) -> int:
