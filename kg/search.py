@@ -127,9 +127,18 @@ _ESTIMATE_SIZE = (
 )
 
 
+# One round trip for the search's settings: filtered vector searches scan the HNSW index
+# iteratively; the planner's estimates (and the searches) are planned for their parameters.
+_SEARCH_SETTINGS = """
+SET LOCAL hnsw.iterative_scan = relaxed_order;
+SET LOCAL hnsw.ef_search = 100;
+SET LOCAL plan_cache_mode = force_custom_plan
+"""
+
+
 async def estimated_matches(conn: asyncpg.Connection, scope: Scope, text: str) -> int:
-    """The planner's estimate of how many nodes match ``text`` in full text."""
-    await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+    """The planner's estimate of how many nodes match ``text`` in full text (on a connection
+    of :func:`search_in_transaction`, whose settings plan it for these very parameters)."""
     plan = await conn.fetchval(_ESTIMATE, scope.tenant_id, scope.project_id, text)
     return int(json.loads(plan)[0]["Plan"]["Plan Rows"])
 
@@ -138,7 +147,6 @@ async def estimated_size(conn: asyncpg.Connection, scope: Scope) -> float:
     """The planner's estimate of the project's node count (~0.2 ms, where a count would read
     the whole project): BM25 weighs a term by its rarity among them. Rough is enough; the
     function never takes fewer than twice its matches."""
-    await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
     plan = await conn.fetchval(_ESTIMATE_SIZE, scope.tenant_id, scope.project_id)
     return float(json.loads(plan)[0]["Plan"]["Plan Rows"])
 
@@ -229,8 +237,7 @@ async def search_in_transaction(
 ) -> list[SearchHit]:
     """The search query itself, on a connection already inside a transaction (so a context
     build sees the same snapshot for its semantic anchors as for its expansion)."""
-    await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-    await conn.execute("SET LOCAL hnsw.ef_search = 100")
+    await conn.execute(_SEARCH_SETTINGS)
     base = (scope.tenant_id, scope.project_id, node_types)
     if mode == "hybrid":
         broad = await estimated_matches(conn, scope, text) > broad_rows
