@@ -19,6 +19,7 @@ from kg.embeddings.base import EmbeddingProvider
 from kg.errors import ValidationError
 from kg.progress import NO_PROGRESS, Progress
 from kg.projections import ProjectionContext, ProjectionRunner, default_projections
+from kg.projections.normalise import RETIRES_NODES
 
 REPLAYED_TABLES = (
     "projection_checkpoints",
@@ -89,26 +90,50 @@ async def replay(
     async with schema_pool(url, schema) as pool:
         ctx = ProjectionContext(embedder, progress=progress)
         runner = ProjectionRunner(pool, default_projections(), ctx, maintain_indexes=False)
-        gin = await _drop_gin_indexes(pool, schema)
+        dropped = await _drop_bulk_indexes(pool, schema, tenant_id, until)
         try:
-            return await runner.catch_up(tenant_id=tenant_id, until=until)
+            return await runner.catch_up(tenant_id=tenant_id, until=until, in_lanes=True)
         finally:
             async with pool.acquire() as conn:
-                for definition in gin:
+                for definition in dropped:
                     await conn.execute(definition)
 
 
-async def _drop_gin_indexes(pool: asyncpg.Pool, schema: str) -> list[str]:
-    """Drop the replay schema's GIN indexes (full text, labels) while it is empty and return
-    their definitions, to build them once after the replay: a GIN index costs more to keep up
-    row by row than to build over the whole table (see ``kg/projections/nodes.py``)."""
+# The replay schema's indexes of kg_nodes and kg_edges that are not a key (the upserts' ON
+# CONFLICT needs those). The edges' indexes that lead with from_node or to_node are how a
+# retired node's edges are found: they stay when the replayed range retires a node.
+_SECONDARY = """
+SELECT c.relname AS name, pg_get_indexdef(i.indexrelid) AS definition,
+       t.relname = 'kg_edges' AND (
+           pg_get_indexdef(i.indexrelid) LIKE '%(tenant_id, project_id, from_node%'
+           OR pg_get_indexdef(i.indexrelid) LIKE '%(tenant_id, project_id, to_node%') AS detach
+  FROM pg_index i
+  JOIN pg_class c ON c.oid = i.indexrelid
+  JOIN pg_class t ON t.oid = i.indrelid
+  JOIN pg_namespace n ON n.oid = t.relnamespace
+ WHERE n.nspname = $1 AND t.relname IN ('kg_nodes', 'kg_edges')
+   AND NOT i.indisprimary AND NOT i.indisunique
+   AND NOT EXISTS (SELECT 1 FROM projection_checkpoints c WHERE c.position > 0)
+"""
+
+
+async def _drop_bulk_indexes(
+    pool: asyncpg.Pool, schema: str, tenant_id: str, until: int
+) -> list[str]:
+    """Drop the replay schema's secondary indexes of kg_nodes and kg_edges (full text,
+    labels, the B-trees) while it is empty and return their definitions, to build them once
+    after the replay: an index costs more to keep up row by row than to build over the whole
+    table (see ``kg/projections/nodes.py`` and ``edges.py``)."""
     async with pool.acquire() as conn, conn.transaction():
-        rows = await conn.fetch(
-            "SELECT i.indexname, i.indexdef FROM pg_indexes i "
-            "WHERE i.schemaname = $1 AND i.indexdef ILIKE '% USING gin %' "
-            "AND NOT EXISTS (SELECT 1 FROM projection_checkpoints c WHERE c.position > 0)",
-            schema,
+        rows = await conn.fetch(_SECONDARY, schema)
+        retires = await conn.fetchval(
+            "SELECT EXISTS (SELECT FROM kg_events WHERE tenant_id = $1 AND position <= $2 "
+            "AND event_type = ANY($3::text[]))",
+            tenant_id,
+            until,
+            sorted(RETIRES_NODES),
         )
-        for row in rows:
-            await conn.execute(f'DROP INDEX "{schema}"."{row["indexname"]}"')
-    return [row["indexdef"] for row in rows]
+        dropped = [row for row in rows if not (retires and row["detach"])]
+        for row in dropped:
+            await conn.execute(f'DROP INDEX "{schema}"."{row["name"]}"')
+    return [row["definition"] for row in dropped]

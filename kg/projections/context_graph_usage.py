@@ -24,6 +24,8 @@ ON CONFLICT DO NOTHING
 
 class ContextGraphUsageProjection:
     name = "context_graph_usage"
+    #: what the runner reads for this projection (see ContextGraphsProjection.event_types)
+    event_types = frozenset({"ContextGraphUsed"})
 
     async def apply(
         self, conn: asyncpg.Connection, events: Sequence[RecordedEvent], ctx: ProjectionContext

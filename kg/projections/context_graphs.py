@@ -32,6 +32,9 @@ ON CONFLICT DO NOTHING
 
 class ContextGraphsProjection:
     name = "context_graphs"
+    #: what the runner reads for this projection: in a rebuild's lane beside kg_nodes' it then
+    #: skips the node events (most of a log) instead of reading and decoding them
+    event_types = frozenset({"ContextGraphBuilt"})
 
     async def apply(
         self, conn: asyncpg.Connection, events: Sequence[RecordedEvent], ctx: ProjectionContext

@@ -31,6 +31,19 @@ SELECT array_agg(name) FROM unnest($1::text[]) AS name
                     WHERE i.indrelid = 'kg_nodes'::regclass AND c.relname = name)
 """
 _BULK_INDEXES = {"kg_nodes_embedding": HNSW_INDEX, "kg_nodes_tsv": GIN_INDEX}
+# The other secondary indexes (migration 0002): dropped for a bulk catch-up only while the table
+# is empty (a rebuild, a first import), when one build over the whole table beats row-by-row
+# upkeep; over a populated table the rebuild would cost more than the upkeep it saves.
+_WHEN_EMPTY = {
+    "kg_nodes_labels": "CREATE INDEX IF NOT EXISTS kg_nodes_labels ON kg_nodes USING gin (labels)",
+    "kg_nodes_tenant_type": "CREATE INDEX IF NOT EXISTS kg_nodes_tenant_type ON kg_nodes "
+    "(tenant_id, node_type)",
+    "kg_nodes_type": "CREATE INDEX IF NOT EXISTS kg_nodes_type ON kg_nodes "
+    "(tenant_id, project_id, node_type)",
+    "kg_nodes_updated": "CREATE INDEX IF NOT EXISTS kg_nodes_updated ON kg_nodes "
+    "(tenant_id, project_id, updated_at)",
+}
+_ALL_BULK_INDEXES = _BULK_INDEXES | _WHEN_EMPTY
 # The build is several times faster when the graph fits in memory: raise the session's
 # maintenance_work_mem to 512 MB unless the server already allows more.
 _BUILD_MEMORY = """
@@ -185,20 +198,23 @@ class NodesProjection:
         # Inserting into HNSW costs ~1 ms a row; building it once after the replay is several
         # times cheaper (GIN too, less so). The indexes come back, identical to migration
         # 0002's, in finish_rebuild.
-        await self.prepare_bulk(conn)
         await conn.execute("TRUNCATE kg_nodes, kg_passages")
         await conn.execute("DELETE FROM kg_embedding_index")
+        await self.prepare_bulk(conn)
 
     async def prepare_bulk(self, conn: asyncpg.Connection) -> None:
         await conn.execute("DROP INDEX IF EXISTS kg_nodes_embedding, kg_nodes_tsv")
+        if await conn.fetchval("SELECT NOT EXISTS (SELECT FROM kg_nodes)"):
+            await conn.execute(f"DROP INDEX IF EXISTS {', '.join(_WHEN_EMPTY)}")
 
     async def finish_rebuild(self, conn: asyncpg.Connection) -> None:
         # Checked first: CREATE INDEX IF NOT EXISTS would lock out writers even when the index
         # exists, and every runner's first catch-up calls this.
-        missing: list[str] | None = await conn.fetchval(_MISSING, list(_BULK_INDEXES))
+        missing: list[str] | None = await conn.fetchval(_MISSING, list(_ALL_BULK_INDEXES))
         if not missing:
             return
         async with conn.transaction():
             await conn.execute(_BUILD_MEMORY)
-            for name in sorted(missing, reverse=True):  # the quick GIN build first
-                await conn.execute(_BULK_INDEXES[name])
+            # The quick builds first, the HNSW index (most of the time) last.
+            for name in sorted(missing, key=lambda n: n == "kg_nodes_embedding"):
+                await conn.execute(_ALL_BULK_INDEXES[name])

@@ -35,6 +35,8 @@ MAPPED = frozenset(
 )
 
 Change = NodeAsserted | NodeRetired | EdgeAsserted | EdgeRetracted
+#: The event types that become a NodeRetired (and so take the node's edges with it).
+RETIRES_NODES = frozenset({"NodeRetired", "PolicyRetired", memory.MemoryEntityDeleted.event_type})
 
 
 @dataclass(frozen=True, slots=True)

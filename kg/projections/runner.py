@@ -232,17 +232,22 @@ class ProjectionRunner:
         tenant_id: str | None = None,
         until: int | None = None,
         analyze: bool = True,
+        in_lanes: bool = False,
     ) -> int:
         """Apply everything new to the selected projections, of every tenant or of
         ``tenant_id`` only (up to that tenant's position ``until``, if given); returns the
         events applied. ``analyze=False``: no statistics refresh after a large catch-up (a
         caller catching up again and again during one ingest calls :meth:`analyze` once at
-        the end)."""
+        the end). ``in_lanes``: replay kg_nodes beside the other projections even when the
+        catch-up is not a bulk one (an as-of replay, which builds no index), so that one
+        lane's Python work overlaps the other's statements."""
         if until is not None and tenant_id is None:
             raise ValidationError(
                 f"until={until} is a position in one tenant's log: pass tenant_id as well"
             )
-        return await self._catch_up(self._select(names), tenant_id, until, None, analyze)
+        return await self._catch_up(
+            self._select(names), tenant_id, until, None, analyze, in_lanes
+        )
 
     async def catch_up_in_bulk(
         self,
@@ -281,13 +286,16 @@ class ProjectionRunner:
         until: int | None,
         bulk: bool | None,
         analyze: bool = True,
+        in_lanes: bool = False,
     ) -> int:
         """``bulk`` None: decide from the lag (at least ``bulk_threshold`` positions behind,
         over all tenants)."""
         async with contextlib.AsyncExitStack() as held:
             for name in sorted(p.name for p in selected):
                 await held.enter_async_context(self._serial[name])
-            return await self._catch_up_alone(selected, tenant_id, until, bulk, analyze)
+            return await self._catch_up_alone(
+                selected, tenant_id, until, bulk, analyze, in_lanes
+            )
 
     async def _catch_up_alone(
         self,
@@ -296,6 +304,7 @@ class ProjectionRunner:
         until: int | None,
         bulk: bool | None,
         analyze: bool = True,
+        in_lanes: bool = False,
     ) -> int:
         async with self._pool.acquire() as conn:
             # A rebuild killed between reset and finish leaves a bulk-built index missing.
@@ -320,7 +329,9 @@ class ProjectionRunner:
         # A long replay keeps the collector off the objects loaded before it (gc_pause).
         frozen = heap_frozen() if bulk or _lag(behind) >= FREEZE_AFTER else nullcontext()
         with frozen:
-            if not bulk:
+            if not bulk and in_lanes:
+                applied = await self._replay_in_lanes(selected, behind, finish=False)
+            elif not bulk:
                 applied = await self._replay(selected, behind)
             else:
                 try:
@@ -355,13 +366,18 @@ class ProjectionRunner:
             for projection in selected:
                 await projection.finish_rebuild(conn)
 
-    async def _replay_in_lanes(self, selected: list[Projection], behind: list[_Behind]) -> int:
+    async def _replay_in_lanes(
+        self, selected: list[Projection], behind: list[_Behind], *, finish: bool = True
+    ) -> int:
         """Replay with each projection that builds an index in bulk in a lane of its own, which
-        builds its index as soon as that projection is done, while the other lanes go on.
+        builds its index as soon as that projection is done (``finish``), while the other
+        lanes go on.
 
         Building pgvector's HNSW index is most of a rebuild's time and runs in the database
         alone; replaying kg_edges meanwhile uses the other core. Each lane moves only its own
-        projections' checkpoints, in the same transactions as their rows.
+        projections' checkpoints, in the same transactions as their rows. Each lane reads only
+        the event types its projections declare, and while one lane waits for its statements
+        the other's Python work goes on.
         """
         own = [[p] for p in selected if getattr(p, "builds_index_in_bulk", False)]
         rest = [p for p in selected if not getattr(p, "builds_index_in_bulk", False)]
@@ -369,7 +385,8 @@ class ProjectionRunner:
 
         async def lane(projections: list[Projection]) -> int:
             applied = await self._replay(projections, behind)
-            await self._finish(projections)
+            if finish:
+                await self._finish(projections)
             return applied
 
         async with asyncio.TaskGroup() as group:
