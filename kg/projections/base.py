@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 import asyncpg
@@ -66,6 +67,27 @@ def json_text(value: Any) -> str:
         return orjson.dumps(value).decode()
     except TypeError:
         return json.dumps(value, sort_keys=True)
+
+
+def _iso(value: Any) -> str:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def json_rows(rows: list[dict[str, Any]]) -> str:
+    """A batch of rows as one JSON document, for ``json_to_recordset($1::json)``.
+
+    One text parameter instead of a dozen arrays: asyncpg encodes an array parameter element
+    by element (with two ``isinstance`` checks against ``collections.abc`` each), which was a
+    fifth of a rebuild's Python time; orjson writes the whole batch in one call. Timestamps go
+    as ISO 8601 with their offset and microseconds (PostgreSQL reads them back exactly); what
+    orjson refuses (integers beyond 64 bits in properties) goes through the standard library.
+    """
+    try:
+        return orjson.dumps(rows).decode()
+    except TypeError:
+        return json.dumps(rows, default=_iso)
 
 
 def runs(items: Sequence[T], kind: Callable[[T], str]) -> Iterator[tuple[str, list[T]]]:

@@ -9,20 +9,22 @@ import asyncpg
 
 from kg.events.envelope import RecordedEvent
 from kg.events.knowledge import EdgeAsserted, EdgeRetracted, NodeRetired
-from kg.projections.base import ProjectionContext, json_text, runs
+from kg.projections.base import ProjectionContext, json_rows, runs
 from kg.projections.normalise import MAPPED, GraphChange, graph_changes
 
 HANDLES = frozenset({"EdgeAsserted", "EdgeRetracted", "NodeRetired"})
 # Read from the log besides HANDLES: expanded into EdgeAsserted changes by graph_changes.
 BATCHED = frozenset({"EdgesAsserted"})
 
+# A batch arrives as one JSON document (base.json_rows). The weight is read as float8 and cast,
+# as the real[] parameter it replaces was: the same float4 whatever the decimal text.
 _UPSERT = """
 INSERT INTO kg_edges (tenant_id, project_id, edge_id, edge_type, from_node, to_node, properties,
                       weight, created_at, updated_at, last_position)
-SELECT x.t, x.p, x.id, x.ty, x.f, x.tn, x.pr::jsonb, x.w, x.ts0, x.ts1, x.pos
-  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-              $7::text[], $8::real[], $9::timestamptz[], $10::timestamptz[], $11::bigint[])
-       AS x(t, p, id, ty, f, tn, pr, w, ts0, ts1, pos)
+SELECT x.t, x.p, x.id, x.ty, x.f, x.tn, x.pr, x.w::real, x.ts0, x.ts1, x.pos
+  FROM json_to_recordset($1::json)
+       AS x(t text, p text, id text, ty text, f text, tn text, pr jsonb, w float8,
+            ts0 timestamptz, ts1 timestamptz, pos bigint)
 ON CONFLICT (tenant_id, project_id, edge_id) DO UPDATE SET
     properties = excluded.properties, weight = excluded.weight,
     updated_at = excluded.updated_at, last_position = excluded.last_position
@@ -115,22 +117,23 @@ class EdgesProjection:
         for key, g in latest.items():
             edge = g.change
             assert isinstance(edge, EdgeAsserted)
+            source = g.source
             rows.append(
-                (
-                    key[0],
-                    key[1],
-                    key[2],
-                    edge.edge_type,
-                    edge.from_node,
-                    edge.to_node,
-                    json_text(edge.properties),
-                    float(edge.weight),
-                    first[key].source.recorded_at,
-                    g.source.recorded_at,
-                    g.source.position,
-                )
+                {
+                    "t": key[0],
+                    "p": key[1],
+                    "id": key[2],
+                    "ty": edge.edge_type,
+                    "f": edge.from_node,
+                    "tn": edge.to_node,
+                    "pr": edge.properties,
+                    "w": float(edge.weight),
+                    "ts0": first[key].source.recorded_at,
+                    "ts1": source.recorded_at,
+                    "pos": source.position,
+                }
             )
-        await conn.execute(_UPSERT, *_columns(rows))
+        await conn.execute(_UPSERT, json_rows(rows))
 
     async def reset(self, conn: asyncpg.Connection) -> None:
         await conn.execute("TRUNCATE kg_edges")

@@ -12,7 +12,7 @@ from kg.embeddings.base import content_hash
 from kg.embeddings.cache import check_index_model, embedding_text, ensure_cached, passage_texts
 from kg.events.envelope import RecordedEvent
 from kg.events.knowledge import NodeAsserted, NodeRetired
-from kg.projections.base import ProjectionContext, json_text, runs
+from kg.projections.base import ProjectionContext, json_rows, runs
 from kg.projections.normalise import MAPPED, GraphChange, graph_changes
 
 HANDLES = frozenset({"NodeAsserted", "NodeRetired"})
@@ -51,21 +51,20 @@ SELECT set_config('maintenance_work_mem', '512MB', true)
   FROM pg_settings WHERE name = 'maintenance_work_mem' AND setting::bigint < 512 * 1024
 """
 
+# A batch arrives as one JSON document (base.json_rows); properties and labels as JSON values.
 _UPSERT = """
 INSERT INTO kg_nodes (tenant_id, project_id, node_id, node_type, name, properties, content,
                       labels, content_hash, embedding, tsv, created_at, updated_at,
                       first_position, last_position)
-SELECT x.t, x.p, x.id, x.ty, x.nm, x.pr::jsonb, x.c,
-       ARRAY(SELECT jsonb_array_elements_text(x.lb::jsonb)), x.h,
+SELECT x.t, x.p, x.id, x.ty, x.nm, x.pr, x.c, ARRAY(SELECT jsonb_array_elements_text(x.lb)), x.h,
        (SELECT ec.embedding FROM embedding_cache ec
          WHERE ec.model_id = $1 AND ec.content_hash = x.h),
        setweight(to_tsvector('english', x.nm), 'A')
          || setweight(to_tsvector('english', left(x.c, 200000)), 'B'),
        x.ts0, x.ts1, x.pos0, x.pos1
-  FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-              $8::text[], $9::text[], $10::text[], $11::timestamptz[], $12::timestamptz[],
-              $13::bigint[], $14::bigint[])
-       AS x(t, p, id, ty, nm, pr, c, lb, h, ts0, ts1, pos0, pos1)
+  FROM json_to_recordset($2::json)
+       AS x(t text, p text, id text, ty text, nm text, pr jsonb, c text, lb jsonb, h text,
+            ts0 timestamptz, ts1 timestamptz, pos0 bigint, pos1 bigint)
 ON CONFLICT (tenant_id, project_id, node_id) DO UPDATE SET
     node_type = excluded.node_type, name = excluded.name, properties = excluded.properties,
     content = excluded.content, labels = excluded.labels, content_hash = excluded.content_hash,
@@ -152,29 +151,29 @@ class NodesProjection:
             key = _key(g)
             first.setdefault(key, g)
             latest[key] = g
-        cols: list[list[Any]] = [[] for _ in range(13)]
+        rows = []
         for key, g in latest.items():
             node, e = g.change, g.source
             assert isinstance(node, NodeAsserted)
-            values = (
-                e.tenant_id,
-                e.project_id,
-                node.node_id,
-                node.node_type,
-                node.name,
-                json_text(node.properties),
-                node.content,
-                json_text(list(node.labels)),
-                hashes[id(node)],
-                first[key].source.recorded_at,
-                e.recorded_at,
-                first[key].source.position,
-                e.position,
+            rows.append(
+                {
+                    "t": e.tenant_id,
+                    "p": e.project_id,
+                    "id": node.node_id,
+                    "ty": node.node_type,
+                    "nm": node.name,
+                    "pr": node.properties,
+                    "c": node.content,
+                    "lb": list(node.labels),
+                    "h": hashes[id(node)],
+                    "ts0": first[key].source.recorded_at,
+                    "ts1": e.recorded_at,
+                    "pos0": first[key].source.position,
+                    "pos1": e.position,
+                }
             )
-            for col, value in zip(cols, values, strict=True):
-                col.append(value)
         # An existing node keeps its created_at and first_position (not in the SET list).
-        await conn.execute(_UPSERT, ctx.embedder.model_id, *cols)
+        await conn.execute(_UPSERT, ctx.embedder.model_id, json_rows(rows))
 
     async def _passages(
         self,
