@@ -369,18 +369,72 @@ class EventStore:
                 "read_all reads one tenant's log: pass either scope or tenant_id (positions are "
                 "per tenant)"
             )
+        rows = await self._read_rows(after, limit, scope, tenant_id)
+        with collector_paused():
+            return [record_from_row(r) for r in rows]
+
+    async def read_chunks(
+        self,
+        after: int = 0,
+        *,
+        chunk: int = 5000,
+        scope: Scope | None = None,
+        tenant_id: str | None = None,
+    ) -> AsyncIterator[list[RecordedEvent]]:
+        """One tenant's log from ``after`` to its head, as :meth:`read_all` reads it, in chunks
+        of ``chunk`` events; stops at the first chunk that is not full (the head as of that
+        read).
+
+        The next chunk's query is sent before the current chunk's rows are made into events
+        and handed over: the database reads and sends it while Python decodes, instead of each
+        waiting for the other (a loop of :meth:`read_all` calls leaves the database idle while
+        it decodes, and itself idle while the database reads).
+        """
+        if (scope is None) == (tenant_id is None):
+            raise ValidationError(
+                "read_chunks reads one tenant's log: pass either scope or tenant_id (positions "
+                "are per tenant)"
+            )
+        if chunk < 1:
+            raise ValidationError(f"chunk={chunk}: read at least one event at a time")
+        pending: asyncio.Task[list[asyncpg.Record]] | None = asyncio.create_task(
+            self._read_rows(after, chunk, scope, tenant_id)
+        )
+        try:
+            while pending is not None:
+                rows = await pending
+                pending = None
+                if not rows:
+                    return
+                if len(rows) == chunk:  # more may follow: ask for it now
+                    pending = asyncio.create_task(
+                        self._read_rows(rows[-1][0], chunk, scope, tenant_id)
+                    )
+                with collector_paused():
+                    events = [record_from_row(r) for r in rows]
+                del rows
+                yield events
+        finally:
+            if pending is not None:
+                pending.cancel()
+                with contextlib.suppress(BaseException):
+                    await pending
+
+    async def _read_rows(
+        self, after: int, limit: int, scope: Scope | None, tenant_id: str | None
+    ) -> list[asyncpg.Record]:
+        """The rows :meth:`read_all` turns into events."""
         async with self._pool.acquire() as conn, conn.transaction():
             if scope is None:
                 assert tenant_id is not None
                 await set_tenant(conn, tenant_id)
-                rows = await conn.fetch(_READ_ALL, tenant_id, after, limit)
+                rows: list[asyncpg.Record] = await conn.fetch(_READ_ALL, tenant_id, after, limit)
             else:
                 await set_tenant(conn, scope.tenant_id)
                 rows = await conn.fetch(
                     _READ_PROJECT, scope.tenant_id, after, limit, scope.project_id
                 )
-        with collector_paused():
-            return [record_from_row(r) for r in rows]
+        return rows
 
     async def read_stream(
         self, scope: Scope, stream_id: str, *, from_version: int = 1

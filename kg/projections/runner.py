@@ -50,10 +50,27 @@ _READ_RANGE = SELECT_EVENT_RANGE.format(upper=" AND c.position <= $3") + (
     " ORDER BY e.tenant_id, e.position"
 )
 
+# The next $5 events of the given types in positions ($2, $3].
 _READ_TYPES = SELECT_EVENT_RANGE.format(upper=" AND c.position <= $3") + (
     " WHERE e.tenant_id = $1 AND e.position > $2 AND e.position <= $3"
-    " AND e.event_type = ANY($4) ORDER BY e.tenant_id, e.position"
+    " AND e.event_type = ANY($4) ORDER BY e.tenant_id, e.position LIMIT $5"
 )
+# A read of only some event types looks this many batches' worth of positions ahead for a
+# batch of them. A lane that skips most of the log (kg_nodes' lane past a log's nodes, the
+# edges' lane over them) otherwise paid one transaction and checkpoint update per batch of
+# positions it had nothing to do for: 400 of them for 800,000 edge events. A span stays
+# bounded, so no read scans the rest of the log for a batch.
+SKIP_SPAN = 16
+
+# A batch's checkpoints, locked for its transaction, which commits without waiting for its WAL
+# to reach the disk (synchronous_commit off, for this transaction only). Projections are derived:
+# a crash can lose the last batches' commits, rows and checkpoints together (a transaction is
+# still atomic), and the next catch-up replays them from the log, which is appended durably.
+# Waiting for the flush was a tenth of a rebuild (one per batch, per lane).
+_LOCK_CHECKPOINTS = """
+SELECT name, position, set_config('synchronous_commit', 'off', true) FROM projection_checkpoints
+ WHERE tenant_id = $1 AND name = ANY($2) ORDER BY name FOR UPDATE
+"""
 
 # The tenants whose log is ahead of some selected projection, with how far the slowest one has
 # got (a missing checkpoint row counts as 0). One row per tenant: the join is on tenant_id.
@@ -98,6 +115,8 @@ class _Batch:
     after: int
     end: int
     events: list[RecordedEvent]
+    #: whether the read stopped before the head (or ``until``): more is likely to follow
+    more: bool = False
 
 
 @dataclass
@@ -435,6 +454,7 @@ class ProjectionRunner:
         start: int,
         limit: int,
         types: list[str] | None,
+        until: int | None,
         ahead: _Prefetch | None,
     ) -> _Batch:
         if ahead is not None and (ahead.tenant_id, ahead.after, ahead.limit) == (
@@ -445,15 +465,21 @@ class ProjectionRunner:
             return await ahead.task
         if ahead is not None:
             await ahead.discard()
-        return await self._read_batch(tenant_id, start, limit, types)
+        return await self._read_batch(tenant_id, start, limit, types, until)
 
     async def _read_batch(
-        self, tenant_id: str, start: int, limit: int, types: list[str] | None
+        self,
+        tenant_id: str,
+        start: int,
+        limit: int,
+        types: list[str] | None,
+        until: int | None,
     ) -> _Batch:
         """The tenant's next ``limit`` log positions. With ``types``, only those events are
-        fetched and decoded: a tenant's positions are commit-ordered, so every position up to
-        its head read first is committed, and a range of positions is complete without reading
-        the events the projections skip."""
+        fetched and decoded, the next ``limit`` of them within ``SKIP_SPAN`` times as many
+        positions: a tenant's positions are commit-ordered, so every position up to its head
+        read first is committed, and a range of positions is complete without reading the
+        events the projections skip."""
         async with self._pool.acquire() as conn:
             erased = 0
             if self.recent is None:
@@ -463,6 +489,15 @@ class ProjectionRunner:
             end = min(start + limit, head)
             if end <= start:
                 return _Batch(start, start, [])
+            if types is not None and self.recent is None:
+                last = head if until is None else min(head, until)
+                upper = min(start + limit * SKIP_SPAN, last)
+                rows = await conn.fetch(_READ_TYPES, tenant_id, start, upper, types, limit)
+                full = len(rows) == limit
+                end = rows[-1][0] if full else upper  # (position is the first column)
+                with collector_paused():
+                    events = [record_from_row(r) for r in rows]
+                return _Batch(start, end, events, more=end < last)
             # Content erased since (a ContentErased after the range's start) may be in the
             # window still: the log is read then.
             held = (
@@ -470,14 +505,15 @@ class ProjectionRunner:
                 if self.recent is None or erased > start
                 else self.recent.take(tenant_id, start, end, types)
             )
+            more = end - start == limit
             if held is not None:
-                return _Batch(start, end, held)
+                return _Batch(start, end, held, more)
             if types is None:
                 rows = await conn.fetch(_READ_RANGE, tenant_id, start, end)
             else:
-                rows = await conn.fetch(_READ_TYPES, tenant_id, start, end, types)
+                rows = await conn.fetch(_READ_TYPES, tenant_id, start, end, types, limit)
         with collector_paused():
-            return _Batch(start, end, [record_from_row(r) for r in rows])
+            return _Batch(start, end, [record_from_row(r) for r in rows], more)
 
     async def _apply_next_batch(
         self,
@@ -490,30 +526,25 @@ class ProjectionRunner:
         positions it covered (the events of the batch, skipped types included), and the read of
         the next batch (started only when this one was full, i.e. more is likely to follow)."""
         async with self._pool.acquire() as conn, conn.transaction():
-            rows = await conn.fetch(
-                "SELECT name, position FROM projection_checkpoints "
-                "WHERE tenant_id = $1 AND name = ANY($2) ORDER BY name FOR UPDATE",
-                tenant_id,
-                [p.name for p in selected],
-            )
+            rows = await conn.fetch(_LOCK_CHECKPOINTS, tenant_id, [p.name for p in selected])
             checkpoints = {r["name"]: r["position"] for r in rows}
             start = min(checkpoints.values())
             limit = self._limit(start, until)
             if limit <= 0:
                 return 0, None
             types = _event_types(selected)
-            batch = await self._read(tenant_id, start, limit, types, ahead)
+            batch = await self._read(tenant_id, start, limit, types, until, ahead)
             end = batch.end
             if end == start:
                 return 0, None
             following: _Prefetch | None = None
-            if end - start == limit and self._limit(end, until) > 0:
+            if batch.more and self._limit(end, until) > 0:
                 following = _Prefetch(
                     tenant_id,
                     end,
                     self._limit(end, until),
                     asyncio.create_task(
-                        self._read_batch(tenant_id, end, self._limit(end, until), types)
+                        self._read_batch(tenant_id, end, self._limit(end, until), types, until)
                     ),
                 )
             try:
