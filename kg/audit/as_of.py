@@ -236,6 +236,7 @@ class FrozenProjectionRunner(ProjectionRunner):
         tenant_id: str | None = None,
         until: int | None = None,
         analyze: bool = True,
+        in_lanes: bool = False,
     ) -> int:
         return 0
 

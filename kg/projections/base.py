@@ -59,16 +59,6 @@ class Projection(Protocol):
 T = TypeVar("T")
 
 
-def json_text(value: Any) -> str:
-    """``value`` as JSON text for a ``::jsonb`` cast. orjson is several times faster than the
-    standard library; key order and spacing do not matter, jsonb normalises both. What orjson
-    refuses (integers beyond 64 bits, non-string keys) goes through the standard library."""
-    try:
-        return orjson.dumps(value).decode()
-    except TypeError:
-        return json.dumps(value, sort_keys=True)
-
-
 def _iso(value: Any) -> str:
     if isinstance(value, datetime):
         return value.isoformat()

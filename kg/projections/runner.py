@@ -264,9 +264,7 @@ class ProjectionRunner:
             raise ValidationError(
                 f"until={until} is a position in one tenant's log: pass tenant_id as well"
             )
-        return await self._catch_up(
-            self._select(names), tenant_id, until, None, analyze, in_lanes
-        )
+        return await self._catch_up(self._select(names), tenant_id, until, None, analyze, in_lanes)
 
     async def catch_up_in_bulk(
         self,
@@ -312,9 +310,7 @@ class ProjectionRunner:
         async with contextlib.AsyncExitStack() as held:
             for name in sorted(p.name for p in selected):
                 await held.enter_async_context(self._serial[name])
-            return await self._catch_up_alone(
-                selected, tenant_id, until, bulk, analyze, in_lanes
-            )
+            return await self._catch_up_alone(selected, tenant_id, until, bulk, analyze, in_lanes)
 
     async def _catch_up_alone(
         self,

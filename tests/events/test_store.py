@@ -198,3 +198,32 @@ def test_spliced_canonical_event_equals_canonical_json_of_the_whole_event() -> N
         }
     )
     assert spliced == whole
+
+
+async def test_read_chunks_reads_what_read_all_does_and_stops_at_the_head(
+    store: EventStore, scope: Scope
+) -> None:
+    await store.append(scope, "s", [node(i) for i in range(23)])
+    await store.append(Scope(scope.tenant_id, "other"), "s", [node(i) for i in range(4)])
+    await store.append(Scope("someone-else", "p"), "s", [node(1)])
+    everything = await store.read_all(0, limit=1000, tenant_id=scope.tenant_id)
+    assert len(everything) == 27
+
+    chunks = [c async for c in store.read_chunks(3, chunk=5, tenant_id=scope.tenant_id)]
+    assert [len(c) for c in chunks] == [5, 5, 5, 5, 4], "the short chunk is the last"
+    read = [e for c in chunks for e in c]
+    assert read == everything[3:]
+    assert read[0].event.model_dump() == everything[3].event.model_dump()
+
+    exact = [c async for c in store.read_chunks(7, chunk=10, tenant_id=scope.tenant_id)]
+    assert [len(c) for c in exact] == [10, 10], "a full last chunk: one more read finds none"
+    projected = [e async for c in store.read_chunks(chunk=7, scope=scope) for e in c]
+    assert [e.position for e in projected] == list(range(1, 24)), "one project's events"
+
+    async for first in store.read_chunks(chunk=4, tenant_id=scope.tenant_id):
+        assert [e.position for e in first] == [1, 2, 3, 4]
+        break  # leaving early cancels the read already asked for
+    with pytest.raises(ValidationError, match="one tenant"):
+        await anext(store.read_chunks(chunk=5))
+    with pytest.raises(ValidationError, match="at least one"):
+        await anext(store.read_chunks(chunk=0, tenant_id=scope.tenant_id))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import struct
+
 import asyncpg
 import pytest
 
@@ -307,3 +309,100 @@ async def test_a_large_batch_of_vectors_goes_in_binary_with_the_same_values(
     assert len(rows) == count
     for row, vector in zip(rows, expected, strict=True):
         assert row["v"] == pytest.approx(vector, abs=1e-7)
+
+
+async def _index_names(pool: asyncpg.Pool, table: str) -> set[str]:
+    rows = await pool.fetch("SELECT indexname FROM pg_indexes WHERE tablename = $1", table)
+    return {r["indexname"] for r in rows}
+
+
+async def test_a_bulk_replay_with_retirements_projects_what_an_incremental_one_does(
+    store: EventStore, scope: Scope, system_pool: asyncpg.Pool, embedder: CountingEmbedder
+) -> None:
+    # Nodes first, then edges, retirements (one node retired with its edges, then asserted
+    # again with a new edge to it), a retraction: the rebuild drops kg_edges' secondary indexes
+    # and has to build them back at the first retirement; with batches of 5, each lane also
+    # reads the positions it skips (the other lane's) in spans of several batches.
+    await store.append(scope, "s", [doc(i) for i in range(40)])
+    await store.append(scope, "s", [link(i, (i * 7 + 3) % 40) for i in range(40)])
+    await store.append(scope, "s", [link(i, i + 1, "USES") for i in range(39)])
+    await store.append(scope, "s", [NodeRetired(node_id="document:d3.md"), doc(41)])
+    await store.append(scope, "s", [doc(3, "back again"), link(3, 41), link(20, 3, "USES")])
+    await store.append(
+        scope,
+        "s",
+        [EdgeRetracted(edge_type="USES", from_node="document:d5.md", to_node="document:d6.md")],
+    )
+    await store.append(scope, "s", [NodeRetired(node_id="document:d30.md")])
+
+    def fresh(**options: int) -> ProjectionRunner:
+        return ProjectionRunner(
+            system_pool, default_projections(), ProjectionContext(embedder), **options
+        )
+
+    await fresh(batch_size=5).catch_up()
+    incremental = [await table_digest(system_pool, t) for t in ("kg_nodes", "kg_edges")]
+    indexes = await _index_names(system_pool, "kg_edges")
+    assert "kg_edges_out" in indexes and "kg_edges_governed_by" in indexes
+
+    await fresh(batch_size=5).rebuild()
+    assert [await table_digest(system_pool, t) for t in ("kg_nodes", "kg_edges")] == incremental
+    assert await _index_names(system_pool, "kg_edges") == indexes
+
+    # The same log projected from empty by an automatic bulk catch-up, one large batch.
+    async with system_pool.acquire() as conn:
+        await conn.execute("TRUNCATE kg_nodes, kg_edges, kg_passages")
+        await conn.execute("UPDATE projection_checkpoints SET position = 0")
+    await fresh(batch_size=500, bulk_threshold=10).catch_up()
+    assert [await table_digest(system_pool, t) for t in ("kg_nodes", "kg_edges")] == incremental
+    assert await _index_names(system_pool, "kg_edges") == indexes
+
+
+async def test_edges_drop_their_secondary_indexes_for_a_bulk_catch_up_only_when_empty(
+    store: EventStore, scope: Scope, runner: ProjectionRunner, system_pool: asyncpg.Pool
+) -> None:
+    edges_projection = next(p for p in runner.projections if p.name == "kg_edges")
+    nodes_projection = next(p for p in runner.projections if p.name == "kg_nodes")
+    async with system_pool.acquire() as conn:
+        await edges_projection.prepare_bulk(conn)
+        await nodes_projection.prepare_bulk(conn)
+    assert await _index_names(system_pool, "kg_edges") == {"kg_edges_pkey"}, "empty: dropped"
+    assert await _index_names(system_pool, "kg_nodes") == {"kg_nodes_pkey"}
+    await store.append(scope, "s", [doc(1), doc(2), link(1, 2)])
+    await runner.catch_up()  # the runner's first catch-up restores what a bulk one left dropped
+    full = await _index_names(system_pool, "kg_edges")
+    assert {"kg_edges_out", "kg_edges_in", "kg_edges_type", "kg_edges_governed_by"} <= full
+    async with system_pool.acquire() as conn:
+        await edges_projection.prepare_bulk(conn)
+        await nodes_projection.prepare_bulk(conn)
+    assert await _index_names(system_pool, "kg_edges") == full, "populated: kept"
+    assert "kg_nodes_type" in await _index_names(system_pool, "kg_nodes")
+
+
+async def test_integers_beyond_64_bits_in_properties_are_projected_exactly(
+    store: EventStore, scope: Scope, runner: ProjectionRunner, system_pool: asyncpg.Pool
+) -> None:
+    big = 2**70 + 1  # orjson refuses it: the batch's JSON goes through the standard library
+    node = NodeAsserted(
+        node_id="document:big.md", node_type="Document", name="Big", properties={"n": big}
+    )
+    edge = EdgeAsserted(
+        edge_type="REFERENCES",
+        from_node="document:big.md",
+        to_node="document:d1.md",
+        properties={"n": big},
+        weight=0.1,
+    )
+    await store.append(scope, "s", [doc(1), node, edge])
+    await runner.catch_up()
+    stored = await system_pool.fetch(
+        "SELECT properties->>'n' AS n FROM kg_nodes WHERE node_id = 'document:big.md' "
+        "UNION ALL SELECT properties->>'n' FROM kg_edges"
+    )
+    assert [r["n"] for r in stored] == [str(big), str(big)]
+    # The weight, read from the JSON as float8 and cast: the float4 nearest 0.1, as before.
+    assert await system_pool.fetchval("SELECT weight FROM kg_edges") == _float4(0.1)
+
+
+def _float4(value: float) -> float:
+    return float(struct.unpack("f", struct.pack("f", value))[0])
