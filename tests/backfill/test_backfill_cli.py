@@ -199,5 +199,9 @@ async def test_backfill_catch_up_rebuild_and_replay_show_progress(
 
     replayed = kg("audit", "replay", "--until", "100", env=plain, cwd=tmp_path)
     assert replayed.returncode == 0, replayed.stderr
-    assert "replay: events projected 100/100" in replayed.stderr
+    # A replay runs kg_nodes in a lane of its own, as a rebuild does: one counter per lane.
+    assert "events projected (kg_nodes) 100/100" in replayed.stderr
+    assert "events projected (kg_edges, context_graphs, context_graph_usage) 100/100" in (
+        replayed.stderr
+    )
     assert await store.count(scope) == events
