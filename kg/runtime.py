@@ -85,14 +85,15 @@ class Runtime:
             self._reader = Reader(
                 self.app_pool,
                 self.scope,
-                catch_up=lambda: self.runner.catch_up(),
+                # the scope's tenant only: a command never waits on another tenant's backlog
+                catch_up=lambda: self.runner.catch_up(tenant_id=self.scope.tenant_id),
                 head=lambda: self.system_store.head(self.scope.tenant_id),
             )
         return self._reader
 
     async def catch_up(self) -> int:
-        """Bring every projection up to the end of the log: the reader's catch-up (kept here
-        for the write-side commands that project what they appended)."""
+        """Bring every projection up to the end of the scope's tenant's log: the reader's
+        catch-up (kept here for the write-side commands that project what they appended)."""
         return await self.reader().catch_up()
 
     @property
