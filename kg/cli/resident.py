@@ -74,12 +74,13 @@ def code_fingerprint() -> str:
     return f"{sys.executable}|{root}|{newest}"
 
 
-def run_in_host(argv: list[str]) -> int | None:
-    """Run ``kg argv`` in the project's resident host and return its exit status, or None when
-    the command must run in this process (no host, or it could not take the command)."""
+def run_in_host(argv: list[str], entry: str = "kg") -> int | None:
+    """Run ``kg argv`` (``entry="hook"``: the git hooks' runner, :mod:`kg.cli.hook_entry`) in
+    the project's resident host and return its exit status, or None when the command must run
+    in this process (no host, or it could not take the command)."""
     if os.environ.get(RESIDENT_ENV, "").strip() == "0" or os.environ.get("KG_DATABASE_URL"):
         return None
-    if argv and argv[0] in IN_PROCESS:
+    if entry == "kg" and argv and argv[0] in IN_PROCESS:
         return None
     root = os.environ.get("KG_PROJECT_ROOT")
     state_dir = (Path(root) if root else find_project_root()) / STATE_DIR_NAME
@@ -89,6 +90,7 @@ def run_in_host(argv: list[str]) -> int | None:
     request = json.dumps(
         {
             "fingerprint": code_fingerprint(),
+            "entry": entry,
             "argv": argv,
             "cwd": os.getcwd(),
             "env": dict(os.environ),

@@ -72,6 +72,8 @@ PRELOAD = (
     "kg.cli.status_extras",
     "kg.cli.query",
     "kg.cli.context",
+    "kg.ingest.hook_runner",
+    "kg.ingest.staged",
 )
 _REQUEST_TIMEOUT = 5.0
 _MAX_REQUEST = 16 << 20
@@ -266,7 +268,7 @@ def _run_command(
         consoles = sys.modules.get("kg.cli.consoles")
         if consoles is not None:
             consoles.reset()
-        code = _exit_code(argv)
+        code = _exit_code(str(request.get("entry", "kg")), argv)
     except BaseException:  # the child must exit, whatever happened
         with contextlib.suppress(Exception):
             import traceback
@@ -282,10 +284,14 @@ def _run_command(
         os._exit(code)
 
 
-def _exit_code(argv: list[str]) -> int:
-    from kg.cli.main import run_here
-
+def _exit_code(entry: str, argv: list[str]) -> int:
     try:
+        if entry == "hook":
+            from kg.ingest.hook_runner import main
+
+            return main(argv)
+        from kg.cli.main import run_here
+
         run_here(argv)
     except SystemExit as exit_:
         if exit_.code is None:

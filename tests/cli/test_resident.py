@@ -183,3 +183,21 @@ def test_resident_0_and_an_external_database_keep_commands_in_their_own_process(
         assert resident.run_in_host(["status"]) is None
     assert resident.run_in_host(["mcp"]) is None
     assert resident.run_in_host(["server", "status"]) is None
+
+
+def test_the_git_hooks_run_in_the_warm_host(
+    in_project: tuple[Path, dict[str, str]], capfd: pytest.CaptureFixture[str]
+) -> None:
+    root, env = in_project
+    (root / "docs/payments.md").write_text("# Payments\n\n## Refunds\n\nRefunds take 7 days.\n")
+    git(root, "commit", "-q", "-am", "refunds are slower")
+    assert resident.run_in_host(["sync"], entry="hook") == 0, "the host ran the hook's sync"
+    assert "sync: incremental" in capfd.readouterr().out
+
+    installed = kg("hooks", "install", env=env, cwd=root)
+    assert installed.returncode == 0, installed.stderr
+    assert "kg.cli.hook_entry post-commit" in (root / ".git/hooks/post-commit").read_text()
+    (root / "docs/payments.md").write_text("# Payments\n\n## Refunds\n\nRefunds take 3 days.\n")
+    git(root, "commit", "-q", "-am", "refunds are faster")
+    log = (root / ".kg/hooks.log").read_text()
+    assert log.count("sync: incremental") == 1, log
