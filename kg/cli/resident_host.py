@@ -28,6 +28,7 @@ import signal
 import socket
 import struct
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -260,6 +261,7 @@ def _run_command(
             os.close(fd)
         os.environ.clear()
         os.environ.update(request["env"])
+        time.tzset()  # the client's TZ
         os.chdir(request["cwd"])
         os.umask(int(request["umask"]))
         argv = [str(a) for a in request["argv"]]
