@@ -25,7 +25,8 @@ def run_here(argv: list[str], *args: Any, **kwargs: Any) -> Any:
         sys.exit(main(full))
     from kg.cli.app import app as typer_app
 
-    return typer_app(*args, **{"args": argv, **kwargs})
+    # "kg" even where Click would name the program after ``__main__`` (the resident host)
+    return typer_app(*args, **{"args": argv, "prog_name": "kg", **kwargs})
 
 
 class _Entry:

@@ -90,7 +90,9 @@ def test_exit_status_and_errors_come_back_from_the_host(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     assert resident.run_in_host(["status", "--no-such-option"]) == 2
-    assert "No such option" in capfd.readouterr().err
+    err = capfd.readouterr().err
+    assert "No such option" in err
+    assert "Usage: kg status" in err, "the usage names kg, not the host's module"
 
     monkeypatch.setenv("KG_TOKEN_BUDGET", "lots")  # the client's environment is the command's
     assert resident.run_in_host(["status"]) == 1
