@@ -66,6 +66,18 @@ DROP TABLE kg_merkle_frontier;
 """
 
 
+def _subtree(level: int, offset: int = 0, indent: int = 20) -> str:
+    """The SQL expression of the root of ``2 ** level`` leaves from ``p_hashes[v_k + offset]``
+    (RFC 9162: leaf ``sha256(0x00 || data)``, node ``sha256(0x01 || left || right)``)."""
+    if level == 0:
+        k = f"v_k + {offset}" if offset else "v_k"
+        return f"sha256('\\x00'::bytea || decode(p_hashes[{k}], 'hex'))"
+    half, pad = 1 << (level - 1), "\n" + " " * indent
+    left = _subtree(level - 1, offset, indent + 4)
+    right = _subtree(level - 1, offset + half, indent + 4)
+    return f"sha256('\\x01'::bytea{pad}|| {left}{pad}|| {right})"
+
+
 def grow_sql(schema: str) -> str:
     """``kg_merkle_grow``: the tree's extension by a batch of leaves, the frontier passed in and
     returned (the caller keeps it in the tenant's head row)."""
@@ -94,14 +106,34 @@ BEGIN
         RETURN b;
     END IF;
     IF v_count <= 32 THEN
-        -- A small append (the common case): leaf by leaf in plpgsql expressions, which skip
-        -- the per-statement cost of a query. A node of level 4 or more completes once every
-        -- 16 leaves: its arrays are only built then.
-        FOR v_k IN 1 .. v_count LOOP
-            v_h := sha256('\\x00'::bytea || decode(p_hashes[v_k], 'hex'));
-            v_i := s + v_k - 1;
-            lv := 0;
-            WHILE v_i & 1 = 1 LOOP
+        -- A small append (the common case). Each plpgsql expression costs about as much as the
+        -- hashing it does, so leaves go in aligned groups of 8, 4 or 2 whose subtree root is
+        -- one expression (levels 0-3 are not stored), and only a group's root is merged with
+        -- the border, level by level. v_k: the group's first leaf (1-based in the batch).
+        IF coalesce(cardinality(b), 0) = 0 THEN
+            -- Subscript 1 first: assigning b[4] of an empty array would make 4 its lower bound.
+            b := '{{NULL}}';
+        END IF;
+        v_k := 1;
+        WHILE v_k <= v_count LOOP
+            v_i := s + v_k - 1;  -- its index in the tree
+            IF v_i & 1 = 1 OR v_k = v_count THEN
+                v_h := {_subtree(0)};
+                lv := 0;
+            ELSIF v_i & 7 = 0 AND v_count - v_k >= 7 THEN
+                v_h := {_subtree(3)};
+                lv := 3;
+            ELSIF v_i & 3 = 0 AND v_count - v_k >= 3 THEN
+                v_h := {_subtree(2)};
+                lv := 2;
+            ELSE
+                v_h := {_subtree(1)};
+                lv := 1;
+            END IF;
+            v_k := v_k + (1 << lv);
+            -- The group is node (lv, v_i >> lv); while that is a right child, its left sibling
+            -- is the border's node of its level. The group's last leaf completes each node.
+            WHILE (v_i >> lv) & 1 = 1 LOOP
                 v_h := sha256('\\x01'::bytea || b[lv + 1] || v_h);
                 IF v_h IS NULL THEN
                     RAISE EXCEPTION 'the Merkle frontier of tenant % is corrupt at level %',
@@ -109,12 +141,11 @@ BEGIN
                 END IF;
                 b[lv + 1] := NULL;
                 lv := lv + 1;
-                v_i := v_i >> 1;
                 IF lv >= 4 THEN
                     n_level := array_append(n_level, lv::smallint);
-                    n_idx := array_append(n_idx, v_i);
+                    n_idx := array_append(n_idx, v_i >> lv);
                     n_hash := array_append(n_hash, v_h);
-                    n_pos := array_append(n_pos, p_positions[v_k]);
+                    n_pos := array_append(n_pos, p_positions[v_k - 1]);
                 END IF;
             END LOOP;
             b[lv + 1] := v_h;

@@ -177,3 +177,38 @@ async def test_verify_finds_a_stored_tree_that_disagrees_with_the_events(
     assert not report.ok and "frontier" in str(report)
     await system_pool.execute("DELETE FROM kg_merkle_nodes WHERE level = 5")
     assert "is missing at level 5" in str(await verify_tenant(app_pool, "acme"))
+
+
+async def test_the_extension_gives_the_rfc_tree_for_every_batch_size_and_alignment(
+    system_pool: asyncpg.Pool,
+) -> None:
+    """``kg_merkle_grow`` hashes small batches in aligned groups of 8, 4, 2 and single leaves,
+    and larger ones level by level: every batch size from 1 to 40, starting at every offset
+    of a block, against the tree recomputed in Python."""
+    import hashlib
+    import random
+
+    sizes = list(range(1, 41)) + list(range(40, 0, -1))
+    random.Random(16).shuffle(sizes)
+    compact, expected_nodes = CompactRange(), {}
+    border: list[bytes | None] = []
+    position = 0
+    for size in sizes:
+        hashes = [hashlib.sha256(f"{position + k}".encode()).hexdigest() for k in range(size)]
+        positions = list(range(position + 1, position + size + 1))
+        border = await system_pool.fetchval(
+            "SELECT kg_merkle_grow('t', $1, $2, $3, $4)", compact.size, border, positions, hashes
+        )
+        for h, p in zip(hashes, positions, strict=True):
+            for lv, i, digest in compact.append(leaf_hash(bytes.fromhex(h))):
+                if lv >= tree.STORED_FROM:
+                    expected_nodes[(lv, i)] = (digest, p)
+        assert {lv: bytes(h) for lv, h in enumerate(border) if h is not None} == compact.border
+        position += size
+    stored = await system_pool.fetch(
+        "SELECT level, idx, hash, position FROM kg_merkle_nodes WHERE tenant_id = 't'"
+    )
+    assert {(r["level"], r["idx"]): (bytes(r["hash"]), r["position"]) for r in stored} == (
+        expected_nodes
+    )
+    assert compact.size == 1640 and len(expected_nodes) > 100
