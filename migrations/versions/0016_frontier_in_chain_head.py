@@ -66,18 +66,6 @@ DROP TABLE kg_merkle_frontier;
 """
 
 
-def _subtree(level: int, offset: int = 0, indent: int = 20) -> str:
-    """The SQL expression of the root of ``2 ** level`` leaves from ``p_hashes[v_k + offset]``
-    (RFC 9162: leaf ``sha256(0x00 || data)``, node ``sha256(0x01 || left || right)``)."""
-    if level == 0:
-        k = f"v_k + {offset}" if offset else "v_k"
-        return f"sha256('\\x00'::bytea || decode(p_hashes[{k}], 'hex'))"
-    half, pad = 1 << (level - 1), "\n" + " " * indent
-    left = _subtree(level - 1, offset, indent + 4)
-    right = _subtree(level - 1, offset + half, indent + 4)
-    return f"sha256('\\x01'::bytea{pad}|| {left}{pad}|| {right})"
-
-
 def grow_sql(schema: str) -> str:
     """``kg_merkle_grow``: the tree's extension by a batch of leaves, the frontier passed in and
     returned (the caller keeps it in the tenant's head row)."""
@@ -89,68 +77,52 @@ LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     v_count int := coalesce(cardinality(p_hashes), 0);
     s bigint := p_size;     -- the tree's size before the batch
-    e bigint := p_size + v_count;  -- and after
+    e bigint;               -- and after
     b bytea[] := p_border;  -- the compact range: b[lv + 1] is the border subtree of level lv
     a bytea[];              -- the new nodes of level lv, indices lo, lo + 1, ...
-    lo bigint := p_size;
-    lv int := 0;
+    lo bigint;
+    lv int;
     n_level smallint[];
     n_idx bigint[];
     n_hash bytea[];
     n_pos bigint[];
     v_h bytea;
-    v_i bigint;
     v_k int;
 BEGIN
     IF v_count = 0 THEN
         RETURN b;
     END IF;
     IF v_count <= 32 THEN
-        -- A small append (the common case). Each plpgsql expression costs about as much as the
-        -- hashing it does, so leaves go in aligned groups of 8, 4 or 2 whose subtree root is
-        -- one expression (levels 0-3 are not stored), and only a group's root is merged with
-        -- the border, level by level. v_k: the group's first leaf (1-based in the batch).
-        IF coalesce(cardinality(b), 0) = 0 THEN
-            -- Subscript 1 first: assigning b[4] of an empty array would make 4 its lower bound.
-            b := '{{NULL}}';
-        END IF;
-        v_k := 1;
-        WHILE v_k <= v_count LOOP
-            v_i := s + v_k - 1;  -- its index in the tree
-            IF v_i & 1 = 1 OR v_k = v_count THEN
-                v_h := {_subtree(0)};
-                lv := 0;
-            ELSIF v_i & 7 = 0 AND v_count - v_k >= 7 THEN
-                v_h := {_subtree(3)};
-                lv := 3;
-            ELSIF v_i & 3 = 0 AND v_count - v_k >= 3 THEN
-                v_h := {_subtree(2)};
-                lv := 2;
-            ELSE
-                v_h := {_subtree(1)};
-                lv := 1;
-            END IF;
-            v_k := v_k + (1 << lv);
-            -- The group is node (lv, v_i >> lv); while that is a right child, its left sibling
-            -- is the border's node of its level. The group's last leaf completes each node.
-            WHILE (v_i >> lv) & 1 = 1 LOOP
+        -- A small append (the common case): leaf by leaf in plpgsql expressions, which skip
+        -- the per-statement cost of a query. An append is a transaction of its own, and each
+        -- distinct expression is prepared again in each transaction: so few and small ones
+        -- (hashing aligned groups of leaves in one large expression measured slower).
+        FOR v_k IN 1 .. v_count LOOP
+            v_h := sha256('\\x00'::bytea || decode(p_hashes[v_k], 'hex'));
+            lv := 0;
+            -- Leaf s + v_k - 1 completes one node per trailing 1 bit of its index.
+            WHILE ((s + v_k - 1) >> lv) & 1 = 1 LOOP
                 v_h := sha256('\\x01'::bytea || b[lv + 1] || v_h);
-                IF v_h IS NULL THEN
-                    RAISE EXCEPTION 'the Merkle frontier of tenant % is corrupt at level %',
-                        p_tenant, lv USING ERRCODE = 'data_corrupted';
-                END IF;
                 b[lv + 1] := NULL;
                 lv := lv + 1;
                 IF lv >= 4 THEN
                     n_level := array_append(n_level, lv::smallint);
-                    n_idx := array_append(n_idx, v_i >> lv);
+                    n_idx := array_append(n_idx, (s + v_k - 1) >> lv);
                     n_hash := array_append(n_hash, v_h);
-                    n_pos := array_append(n_pos, p_positions[v_k - 1]);
+                    n_pos := array_append(n_pos, p_positions[v_k]);
                 END IF;
             END LOOP;
+            IF v_h IS NULL THEN  -- a border node it merged with was missing
+                RAISE EXCEPTION 'the Merkle frontier of tenant % is corrupt below level % '
+                    '(size %): rebuild the tree (kg_merkle_rebuild)', p_tenant, lv, s
+                    USING ERRCODE = 'data_corrupted';
+            END IF;
             b[lv + 1] := v_h;
         END LOOP;
     ELSE
+        e := s + v_count;
+        lo := s;
+        lv := 0;
         n_level := '{{}}';
         n_idx := '{{}}';
         n_hash := '{{}}';

@@ -212,3 +212,18 @@ async def test_the_extension_gives_the_rfc_tree_for_every_batch_size_and_alignme
         expected_nodes
     )
     assert compact.size == 1640 and len(expected_nodes) > 100
+
+
+async def test_an_append_refuses_a_frontier_that_lost_a_node(
+    store: EventStore, system_pool: asyncpg.Pool
+) -> None:
+    """The frontier lives in the tenant's head row (migration 0016); an append that would
+    merge with a border node that is not there fails, naming the fix, and writes nothing."""
+    await store.append(Scope("acme", "p"), "s", events(3, "a"))  # size 3: levels 0 and 1
+    await system_pool.execute("UPDATE kg_chain_heads SET tree_border[1] = NULL")
+    with pytest.raises(asyncpg.DataCorruptedError, match="frontier of tenant acme is corrupt"):
+        await store.append(Scope("acme", "p"), "s", events(1, "b"))
+    assert await system_pool.fetchval("SELECT count(*) FROM kg_events") == 3
+    await system_pool.execute("SELECT kg_merkle_rebuild('acme')")
+    await store.append(Scope("acme", "p"), "s", events(1, "b"))
+    assert await system_pool.fetchval("SELECT tree_size FROM kg_chain_heads") == 4
