@@ -7,9 +7,11 @@ included, in a git project of generated specs with its own embedded server (no
 * one-file ``kg sync`` after a commit, with the hashing embedder and with MiniLM (each in a
   project of its own: one index holds one model's vectors);
 * ``kg status``;
-* each once with the server kept warm between commands (``KG_SERVER_IDLE`` default) and once
-  with ``KG_SERVER_IDLE=0`` (the server started and stopped by every command: the old
-  behaviour);
+* a one-file ``git commit`` with the post-commit hook (which syncs the graph);
+* each with the server kept warm between commands (``KG_SERVER_IDLE`` default) and the
+  commands run by its resident host (:mod:`kg.cli.resident`), the same with ``KG_RESIDENT=0``
+  (each command its own process), and with ``KG_SERVER_IDLE=0`` (the server started and
+  stopped by every command: the old behaviour);
 * the resident memory (PSS, so shared pages are not counted twice) of the idle warm server
   (postmaster and its children) and of an idle ``kg mcp`` over stdio, and of the watchdog.
 
@@ -36,12 +38,47 @@ from bench.bench_ingest import compile_kg, generate, git, kg_console_script, pat
 from bench.common import machine
 
 
-def env_for(embedder: str, idle: str | None) -> dict[str, str]:
+def env_for(embedder: str, idle: str | None, resident: bool = True) -> dict[str, str]:
     env = {**user_env(), "KG_EMBEDDER": embedder, "HF_HUB_OFFLINE": "1"}
     env.pop("KG_SERVER_IDLE", None)
+    env.pop("KG_RESIDENT", None)
     if idle is not None:
         env["KG_SERVER_IDLE"] = idle
+    if not resident:
+        env["KG_RESIDENT"] = "0"
     return env
+
+
+def wait_for_host(root: Path, limit: float = 60.0) -> None:
+    """The warm host listens a moment after the watchdog starts (it imports kg first)."""
+    from kg.cli.resident import socket_path
+
+    deadline = time.monotonic() + limit
+    while not socket_path(root / ".kg").exists():
+        assert time.monotonic() < deadline, "no warm host"
+        time.sleep(0.1)
+
+
+def prepare(root: Path, warm: dict[str, str], label: str) -> None:
+    """The server as a configuration expects it before its command: stopped (cold), or up
+    and idle as between two commands, with its host listening (warm)."""
+    if label.startswith("cold"):
+        kg(root, warm, "server", "stop", "--force")
+        return
+    kg(root, warm, "status")
+    wait_for_host(root)
+
+
+def hooked_commits(root: Path, env: dict[str, str], runs: int, start: int) -> list[float]:
+    """Wall clock of a one-file `git commit` whose post-commit hook syncs the graph."""
+    seconds = []
+    for n in range(start, start + runs):
+        target = root / path_of(n)
+        target.write_text(target.read_text() + f"\nHooked {n}.\n", encoding="utf-8")
+        began = time.perf_counter()
+        subprocess.run(["git", "commit", "-q", "-am", f"hooked {n}"], cwd=root, env=env, check=True)
+        seconds.append(time.perf_counter() - began)
+    return seconds
 
 
 def kg(root: Path, env: dict[str, str], *args: str) -> float:
@@ -144,26 +181,37 @@ def main() -> None:
             root = project(args.files, embedder)
             roots.append(root)
             warm = env_for(embedder, None)
-            cold = env_for(embedder, "0")
-            # Interleaved, so that the machine's load (shared) weighs on both alike.
-            times: dict[str, dict[str, list[float]]] = {
-                label: {"sync": [], "status": []} for label in ("warm", "cold")
+            configurations = {
+                "warm, resident host": warm,
+                "warm, KG_RESIDENT=0": env_for(embedder, None, resident=False),
+                "cold (KG_SERVER_IDLE=0)": env_for(embedder, "0"),
             }
-            for n in range(args.runs):
-                for label, env in (("warm", warm), ("cold", cold)):
-                    if label == "warm":
-                        kg(root, warm, "status")  # up and idle, as between two commands
-                    else:
-                        kg(root, warm, "server", "stop", "--force")
-                    times[label]["sync"] += one_file_syncs(root, env, 1, 2 * n + (label == "cold"))
+            # Interleaved, so that the machine's load (shared) weighs on all alike.
+            times: dict[str, dict[str, list[float]]] = {
+                label: {"sync": [], "status": [], "commit": []} for label in configurations
+            }
+
+            step = 0
+            for _ in range(args.runs):
+                for label, env in configurations.items():
+                    prepare(root, warm, label)
+                    times[label]["sync"] += one_file_syncs(root, env, 1, step)
                     times[label]["status"] += statuses(root, env, 1)
+                    step += 1
+            kg(root, warm, "hooks", "install")
+            for _ in range(args.runs):
+                for label, env in configurations.items():
+                    prepare(root, warm, label)
+                    times[label]["commit"] += hooked_commits(root, env, 1, step)
+                    step += 1
             for label, found in times.items():
-                server = "warm" if label == "warm" else "cold (KG_SERVER_IDLE=0)"
                 rows.append(
-                    f"| {embedder} | {server} | {fmt(found['sync'])} | {fmt(found['status'])} |"
+                    f"| {embedder} | {label} | {fmt(found['sync'])} | {fmt(found['status'])} "
+                    f"| {fmt(found['commit'])} |"
                 )
                 print(rows[-1], flush=True)
             kg(root, warm, "status")
+            wait_for_host(root)
             time.sleep(2)
             memory.append(
                 f"| {embedder} | {server_pss(root):.0f} | {idle_mcp_pss(root, warm):.0f} | "
@@ -180,10 +228,16 @@ def main() -> None:
             )
             shutil.rmtree(root, ignore_errors=True)
     print(f"\n{machine()}, {args.files} files, {args.runs} runs each, medians (min-max) in ms\n")
-    print("| embedder | server | one-file `kg sync` after a commit | `kg status` |")
-    print("| --- | --- | ---: | ---: |")
+    print(
+        "| embedder | server | one-file `kg sync` after a commit | `kg status` "
+        "| one-file `git commit` with the post-commit hook |"
+    )
+    print("| --- | --- | ---: | ---: | ---: |")
     print("\n".join(rows))
-    print("\n| embedder | idle warm server, PSS MiB | idle `kg mcp`, PSS MiB | watchdog, PSS MiB |")
+    print(
+        "\n| embedder | idle warm server, PSS MiB | idle `kg mcp`, PSS MiB "
+        "| watchdog with its resident host, PSS MiB |"
+    )
     print("| --- | ---: | ---: | ---: |")
     print("\n".join(memory))
 

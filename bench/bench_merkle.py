@@ -1,11 +1,12 @@
 """The Merkle tree's costs: append throughput with the tree maintained vs. without, and at
 1,000,000 events the inclusion proof (size, time) and the consistency check of a checkpoint.
 
-Before/after in one session and one database: the per-tenant append function of migration 0013
-is swapped with ``CREATE OR REPLACE`` (as the superuser) between itself (extends the tree) and
-itself without its one call of ``kg_merkle_extend``,
-and the two alternate run by run (A B A B ...), so load from other jobs on the machine hits both
-alike. The 1M-event log is written in bulk (COPY as the superuser, real chain hashes, the
+Before/after in one session and one database: the append function is swapped with ``CREATE OR
+REPLACE`` (as the superuser) between today's (migration 0016: extends the tree, its frontier
+read and written with the tenant's head row) and the same function without the tree (migration
+0013's per-tenant append without its one call of ``kg_merkle_extend``, which is all that 0016
+changed in it), and the two alternate run by run (A B A B ...), so load from other jobs on the
+machine hits both alike. The 1M-event log is written in bulk (COPY as the superuser, real chain hashes, the
 append-only trigger untouched: it only refuses UPDATE/DELETE/TRUNCATE), and its tree built by
 ``kg_merkle_rebuild``, the migration's backfill, in chunks of 50,000.
 
@@ -21,6 +22,7 @@ import asyncio
 import importlib.util
 import io
 import json
+import os
 import sys
 import time
 import uuid
@@ -52,16 +54,24 @@ def _migration(name: str) -> object:
 
 
 m0013 = _migration("0013_tenant_order.py")
-# The tree's one line in the per-tenant append function (migration 0013): removed for the runs
-# "without the tree", so both variants are today's function, differing only in that call.
+m0016 = _migration("0016_frontier_in_chain_head.py")
+# The tree's one line in migration 0013's per-tenant append function: removed for the runs
+# "without the tree" (0016 changed only the tree's part of that function).
 _EXTEND = "    PERFORM kg_merkle_extend(p_tenant, p_positions, p_hashes);\n"
 
 
+def append_without_tree(schema: str) -> str:
+    functions: str = m0013._functions(schema)  # type: ignore[attr-defined]
+    start = functions.index("CREATE OR REPLACE FUNCTION kg_append_events(")
+    append = functions[start : functions.index("CREATE OR REPLACE FUNCTION kg_merkle_rebuild")]
+    assert append.count(_EXTEND) == 1, "migration 0013's append function changed"
+    return append.replace(_EXTEND, "")
+
+
 async def set_tree(system: object, on: bool) -> None:
-    schema = await system.fetchval("SELECT current_schema()")  # type: ignore[attr-defined]
-    functions: str = m0013._functions(str(schema))  # type: ignore[attr-defined]
-    assert functions.count(_EXTEND) == 1, "migration 0013's append function changed"
-    await system.execute(functions if on else functions.replace(_EXTEND, ""))  # type: ignore[attr-defined]
+    schema = str(await system.fetchval("SELECT current_schema()"))  # type: ignore[attr-defined]
+    sql = m0016.append_sql(schema) if on else append_without_tree(schema)  # type: ignore[attr-defined]
+    await system.execute(sql)  # type: ignore[attr-defined]
 
 
 async def throughput(store: EventStore, system: object, runs: int) -> list[str]:
@@ -158,45 +168,97 @@ async def server_throughput(system: object, runs: int) -> list[str]:
     return lines
 
 
+# One append's head-row work and the tree's, ``{last} + 1`` times, each in its own
+# transaction as each append is: lock and read the head row, extend the tree (``{tree}``),
+# write the head row (``{update}``: the frontier too, where 0016 keeps it there).
 _EXTEND_LOOP = """
-DO $$ DECLARE i int; h text[]; p bigint[]; BEGIN
+DO $$ DECLARE i int; h text[]; p bigint[]; pos bigint; hs text; b bytea[]; s bigint; BEGIN
+ INSERT INTO bench_head VALUES ('{tenant}', 0, '', 0, '{{}}');
  FOR i IN 0..{last} LOOP
    p := ARRAY(SELECT generate_series(i * {size} + 1, i * {size} + {size})::bigint);
    h := ARRAY(SELECT md5(x::text) || md5(x::text) FROM unnest(p) x);
-   {call}
+   SELECT position, hash, {read} INTO pos, hs, s, b
+     FROM bench_head WHERE tenant_id = '{tenant}' FOR UPDATE;
+   {tree}
+   UPDATE bench_head SET position = pos + {size}, hash = h[{size}]{update}
+    WHERE tenant_id = '{tenant}';
+   COMMIT;
  END LOOP; END $$;
 """
+_HEAD = (
+    "CREATE TABLE IF NOT EXISTS bench_head (tenant_id text PRIMARY KEY, position bigint NOT NULL,"
+    " hash text NOT NULL, tree_size bigint NOT NULL, tree_border bytea[] NOT NULL)"
+)
 
 
 async def extend_cost(system: object, runs: int, size: int = 10, calls: int = 2000) -> list[str]:
-    """Server time of the tree work alone: ``calls`` calls of ``kg_merkle_extend`` with
-    ``size`` leaves in one DO block, against the same loop without the call; and the same
-    function without SECURITY DEFINER and its ``SET search_path`` (what that hop costs)."""
+    """Server time of the tree work alone: ``calls`` appends' head-row work (lock, read,
+    update, commit) with ``size`` leaves each, in one DO block, with and without the tree.
+    Before: migration 0012's ``kg_merkle_extend`` (SECURITY DEFINER, reads and writes the
+    tenant's frontier row; recreated here under another name, with a frontier table of its
+    own). After: ``kg_merkle_grow`` (migration 0016), the frontier read and written with the
+    head row.
+
+    Each call commits, as each append does (in one transaction, the 2,000 updates of one row
+    would make a chain of row versions that every later read walks). Wall time and the server
+    process's CPU time (``/proc``: the embedded server is local), which other jobs on the
+    machine disturb less."""
     schema = str(await system.fetchval("SELECT current_schema()"))  # type: ignore[attr-defined]
     m0012 = _migration("0012_merkle_tree.py")
     definition = m0012._extend(schema).split("CREATE FUNCTION kg_merkle_rebuild")[0]  # type: ignore[attr-defined]
-    plain = definition.replace("kg_merkle_extend(", "bench_extend_plain(", 1).replace(
-        f'SECURITY DEFINER SET search_path = "{schema}", pg_temp', ""
+    old = definition.replace("kg_merkle_extend(", "bench_extend_0012(", 1).replace(
+        "kg_merkle_frontier", "bench_merkle_frontier"
     )
-    await system.execute(plain)  # type: ignore[attr-defined]
+    await system.execute(  # type: ignore[attr-defined]
+        "CREATE TABLE IF NOT EXISTS bench_merkle_frontier (tenant_id text PRIMARY KEY, "
+        "size bigint NOT NULL, border bytea[] NOT NULL)"
+    )
+    await system.execute(old)  # type: ignore[attr-defined]
+    await system.execute(_HEAD)  # type: ignore[attr-defined]
+    plain = {"read": "NULL::bigint, NULL::bytea[]", "update": ""}
     variants = {
-        "loop alone": "PERFORM 1;",
-        "kg_merkle_extend": "PERFORM kg_merkle_extend('x{run}', p, h);",
-        "the same, not SECURITY DEFINER": "PERFORM bench_extend_plain('y{run}', p, h);",
+        "head row alone": {**plain, "tree": "NULL;"},
+        "+ 0012's kg_merkle_extend (frontier row)": {
+            **plain,
+            "tree": "PERFORM bench_extend_0012('{tenant}', p, h);",
+        },
+        "+ 0016's kg_merkle_grow (frontier in the head row)": {
+            "read": "tree_size, tree_border",
+            "tree": "b := kg_merkle_grow('{tenant}', s, b, p, h);",
+            "update": ", tree_size = s + {size}, tree_border = b",
+        },
     }
     times: dict[str, list[float]] = {name: [] for name in variants}
-    for run in range(runs):
-        for name, call in variants.items():
-            started = time.perf_counter()
-            sql = _EXTEND_LOOP.format(last=calls - 1, size=size, call=call.format(run=run))
-            await system.execute(sql)  # type: ignore[attr-defined]
-            times[name].append((time.perf_counter() - started) * 1000 / calls)
-    base = median(times["loop alone"])
+    cpu: dict[str, list[float]] = {name: [] for name in variants}
+    async with system.acquire() as conn:  # type: ignore[attr-defined]
+        pid = await conn.fetchval("SELECT pg_backend_pid()")
+        # The commit's wait for the disk is the append's whatever the tree; here it would
+        # drown what is measured.
+        await conn.execute("SET synchronous_commit = off")
+        for run in range(runs):
+            for k, (name, parts) in enumerate(variants.items()):
+                tenant = f"t{k}-{run}"
+                filled = {key: v.format(tenant=tenant, size=size) for key, v in parts.items()}
+                sql = _EXTEND_LOOP.format(last=calls - 1, size=size, tenant=tenant, **filled)
+                started, cpu_started = time.perf_counter(), _cpu_seconds(pid)
+                await conn.execute(sql)
+                times[name].append((time.perf_counter() - started) * 1000 / calls)
+                cpu[name].append((_cpu_seconds(pid) - cpu_started) * 1000 / calls)
+    base, cpu_base = median(times["head row alone"]), median(cpu["head row alone"])
     return [
         f"| {name}, {size} leaves, ms per call | {median(t):.4f} | {median(t) - base:.4f} | "
-        f"{', '.join(f'{x:.4f}' for x in t)} |"
+        f"{median(cpu[name]) - cpu_base:.4f} | {', '.join(f'{x:.4f}' for x in t)} |"
         for name, t in times.items()
     ]
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a local process (0 where /proc is not there)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def bulk_log(system: object, tenant: str, n: int) -> float:
@@ -290,7 +352,10 @@ async def main(runs: int, events: int, samples: int, server: bool, extend: bool)
     system = await create_pool(url, app_role=False, max_size=10)
     store = EventStore(app)
     if extend:
-        lines = ["| server time | median | minus the loop | runs |", "| --- | ---: | ---: | --- |"]
+        lines = [
+            "| server time | median | minus the head row alone | CPU, same | runs |",
+            "| --- | ---: | ---: | ---: | --- |",
+        ]
         lines += await extend_cost(system, runs)
     elif server:
         lines = await server_throughput(system, runs)
@@ -320,7 +385,7 @@ if __name__ == "__main__":
         "--server-only", action="store_true", help="time the append function alone (SQL)"
     )
     parser.add_argument(
-        "--extend-only", action="store_true", help="time kg_merkle_extend alone (a DO loop)"
+        "--extend-only", action="store_true", help="time the tree's extension alone (a DO loop)"
     )
     a = parser.parse_args()
     asyncio.run(main(a.runs, a.events, a.samples, a.server_only, a.extend_only))

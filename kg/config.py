@@ -15,6 +15,7 @@ from pathlib import Path
 
 from kg.context.request import DEFAULT_TOKEN_BUDGET
 from kg.errors import ConfigurationError
+from kg.paths import find_project_root
 
 _SCOPE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -39,15 +40,6 @@ class Scope:
     def __post_init__(self) -> None:
         check_scope_id("tenant", self.tenant_id)
         check_scope_id("project", self.project_id)
-
-
-def find_project_root(start: Path | None = None) -> Path:
-    """The nearest ancestor holding ``.kg/`` or ``.git/``; the start folder when none does."""
-    here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / ".kg").is_dir() or (folder / ".git").exists():
-            return folder
-    return here
 
 
 # What `.kg/.gitignore` says: kg's live state (the embedded database, sync state, logs, locks)

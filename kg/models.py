@@ -113,7 +113,10 @@ class EventContent(SQLModel, table=True):
 
 
 class ChainHead(SQLModel, table=True):
-    """A tenant's head: the position and hash of its last event (the per-tenant counter)."""
+    """A tenant's head: the position and hash of its last event (the per-tenant counter), and
+    its Merkle tree's frontier, written by the same update of the append (migration 0016):
+    ``tree_size`` leaves and the roots of the perfect subtrees of its set bits
+    (``tree_border[level]``, 0-based here, ``NULL`` for the levels of unset bits)."""
 
     __tablename__ = "kg_chain_heads"
 
@@ -121,6 +124,8 @@ class ChainHead(SQLModel, table=True):
     position: int = _col(BigInteger)
     hash: str = _col(Text)
     gapless_after: int = _col(BigInteger)
+    tree_size: int = _col(BigInteger)
+    tree_border: list[bytes | None] = _col(ARRAY(LargeBinary))
 
 
 class MerkleNode(SQLModel, table=True):
@@ -142,14 +147,6 @@ class MerkleNode(SQLModel, table=True):
     idx: int = _col(BigInteger, pk=True)
     hash: bytes = _col(LargeBinary)
     position: int = _col(BigInteger)
-
-
-class MerkleFrontier(SQLModel, table=True):
-    __tablename__ = "kg_merkle_frontier"
-
-    tenant_id: str = _tenant()
-    size: int = _col(BigInteger)
-    border: list[bytes] = _col(ARRAY(LargeBinary))
 
 
 class MerkleLog(SQLModel, table=True):
@@ -355,7 +352,6 @@ __all__ = [
     "EmbeddingIndex",
     "Event",
     "EventContent",
-    "MerkleFrontier",
     "MerkleLog",
     "MerkleNode",
     "Node",

@@ -85,14 +85,15 @@ class Runtime:
             self._reader = Reader(
                 self.app_pool,
                 self.scope,
-                catch_up=lambda: self.runner.catch_up(),
+                # the scope's tenant only: a command never waits on another tenant's backlog
+                catch_up=lambda: self.runner.catch_up(tenant_id=self.scope.tenant_id),
                 head=lambda: self.system_store.head(self.scope.tenant_id),
             )
         return self._reader
 
     async def catch_up(self) -> int:
-        """Bring every projection up to the end of the log: the reader's catch-up (kept here
-        for the write-side commands that project what they appended)."""
+        """Bring every projection up to the end of the scope's tenant's log: the reader's
+        catch-up (kept here for the write-side commands that project what they appended)."""
         return await self.reader().catch_up()
 
     @property
@@ -160,22 +161,41 @@ async def open_runtime(
         url, app_role=False, max_size=max_size, search_path=path, read_only=bool(schema), **limits
     )
     try:
-        await check_schema(system_pool, url)
-        as_of = await load_as_of(system_pool, schema) if schema else None
-        app_pool = await create_pool(
-            url,
-            app_role=True,
-            max_size=max_size,
-            search_path=path,
-            read_only=bool(schema),
-            **limits,
+        # The application pool connects while the schema is checked (a connection's start-up
+        # is a round trip or three each); it is only used once the check passed.
+        connecting = asyncio.ensure_future(
+            create_pool(
+                url,
+                app_role=True,
+                max_size=max_size,
+                search_path=path,
+                read_only=bool(schema),
+                **limits,
+            )
         )
+        try:
+            await check_schema(system_pool, url)
+            as_of = await load_as_of(system_pool, schema) if schema else None
+        except BaseException:
+            await _discard_pool(connecting)
+            raise
+        app_pool = await connecting
         try:
             yield Runtime(settings, url, app_pool, system_pool, embedder, as_of=as_of)
         finally:
             await close_pool(app_pool)
     finally:
         await close_pool(system_pool)
+
+
+async def _discard_pool(connecting: asyncio.Future[asyncpg.Pool]) -> None:
+    """Close a pool still connecting, or swallow its failure (an unmigrated database has no
+    application role yet: the schema check's error is the one to report)."""
+    try:
+        pool = await connecting
+    except BaseException:  # the caller re-raises the error that matters
+        return
+    await close_pool(pool)
 
 
 async def close_pool(pool: asyncpg.Pool, grace: float = 10.0) -> None:

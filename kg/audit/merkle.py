@@ -63,7 +63,8 @@ class CompactRange:
 
     Appending a leaf costs one hash plus one per trailing set bit of the old size (amortised 2);
     the root folds the border from the smallest subtree up. The database keeps the same border
-    in ``kg_merkle_frontier``; ``kg audit verify`` recomputes it with this class.
+    in the tenant's ``kg_chain_heads`` row (``tree_size``, ``tree_border``); ``kg audit
+    verify`` recomputes it with this class.
     """
 
     def __init__(self, size: int = 0, border: Mapping[int, bytes] | None = None) -> None:

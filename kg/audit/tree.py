@@ -170,15 +170,16 @@ async def current_head(conn: asyncpg.Connection, tenant_id: str) -> TreeHead:
 
 
 async def frontier(conn: asyncpg.Connection, tenant_id: str) -> CompactRange:
-    """The compact range the append function extends (live database only)."""
+    """The compact range the append function extends, kept in the tenant's head row (migration
+    0016; live database only: a kept replay's ``kg_chain_heads`` view has no frontier)."""
     row = await conn.fetchrow(
-        "SELECT size, border FROM kg_merkle_frontier WHERE tenant_id = $1", tenant_id
+        "SELECT tree_size, tree_border FROM kg_chain_heads WHERE tenant_id = $1", tenant_id
     )
     if row is None:
         return CompactRange()
-    border = {lv: bytes(h) for lv, h in enumerate(row["border"]) if h is not None}
+    border = {lv: bytes(h) for lv, h in enumerate(row["tree_border"]) if h is not None}
     try:
-        return CompactRange(int(row["size"]), border)
+        return CompactRange(int(row["tree_size"]), border)
     except ProofError as exc:
         raise IntegrityError(
             f"the Merkle frontier of tenant {tenant_id} is malformed: {exc}"

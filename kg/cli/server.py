@@ -57,6 +57,14 @@ def status() -> None:
                 f"held by no kg process: it stops {idle_seconds():.0f} s after the last kg "
                 f"exited ({IDLE_ENV}; idle watchdog pid {watchdog}), or with `kg server stop`"
             )
+            from kg.cli.resident import RESIDENT_ENV, socket_path
+
+            if socket_path(found.pgdata.parent).exists():
+                console.print(
+                    f"kg commands run in the watchdog's warm interpreter ({RESIDENT_ENV}=0 "
+                    "runs each in its own process)",
+                    markup=False,
+                )
         else:
             console.print("held by no kg process: stop it with `kg server stop`")
     if found.pruned:

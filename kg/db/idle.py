@@ -13,6 +13,10 @@ happen. Activity is read from the wheel's handle list, rewritten on every attach
 so a command that came and went between two checks still resets the clock. Handles of
 killed processes are pruned at each check (:mod:`kg.db.handles`). ``kg server stop`` stops
 the server at once; the watchdog then sees it gone and exits.
+
+The watchdog also hosts the project's warm interpreter (:mod:`kg.cli.resident_host`, unless
+``KG_RESIDENT=0``): it waits on the host's socket instead of sleeping, and the commands it
+runs count as activity while they run.
 """
 
 from __future__ import annotations
@@ -23,7 +27,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+if TYPE_CHECKING:
+    from kg.cli.resident_host import CommandHost
+
+RESIDENT_ENV = "KG_RESIDENT"  # kg.cli.resident's: "0" keeps no warm interpreter
 IDLE_ENV = "KG_SERVER_IDLE"
 DEFAULT_IDLE_SECONDS = 900.0
 WATCHDOG_FILE = "kg-idle-watchdog.pid"
@@ -56,6 +65,17 @@ def watchdog_pid(pgdata: Path) -> int | None:
     return pid if "kg.db.idle" in command and str(pgdata) in command else None
 
 
+def stop_watchdog(pgdata: Path) -> None:
+    """End the watchdog of ``pgdata`` now (its server was stopped), rather than at its next
+    check: its command host stops listening at once."""
+    import signal
+
+    pid = watchdog_pid(pgdata)
+    if pid is not None and pid != os.getpid():
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+
+
 def ensure_watchdog(pgdata: Path, seconds: float) -> None:
     """Start the watchdog of ``pgdata`` unless one runs. Called by the last ``kg`` process
     to let go of the server; never raises (the worst case is a server left running, which
@@ -82,18 +102,29 @@ def _last_activity(pgdata: Path) -> float:
         return 0.0
 
 
-def watch(pgdata: Path, seconds: float, poll: float = _POLL_SECONDS) -> str:
+def watch(
+    pgdata: Path, seconds: float, poll: float = _POLL_SECONDS, host: CommandHost | None = None
+) -> str:
     """Wait until the server on ``pgdata`` has had no holder for ``seconds``, then stop it.
-    Returns why it ended: ``stopped``, ``gone`` (stopped by someone else) or ``replaced``
-    (another watchdog took over)."""
+    Meanwhile ``host``, if given, runs the commands sent to it. Returns why it ended:
+    ``stopped``, ``gone`` (stopped by someone else), ``replaced`` (another watchdog took over)
+    or ``stale`` (a command came from other kg code: the next watchdog hosts that)."""
     from kg.db.handles import prune_locked, server_lock
     from kg.db.server_control import _postmaster, _stop
 
     (pgdata / WATCHDOG_FILE).write_text(f"{os.getpid()}\n", encoding="utf-8")
     busy = time.time()
     while True:
-        left = busy + seconds - time.time()
-        time.sleep(max(0.05, min(poll, left)))
+        wait = max(0.05, min(poll, busy + seconds - time.time()))
+        if host is not None:
+            host.serve(wait)
+            if host.stale:
+                return "stale"
+            if host.children:
+                busy = time.time()
+                continue
+        else:
+            time.sleep(wait)
         if watchdog_pid(pgdata) != os.getpid():
             return "replaced"
         found = _postmaster(pgdata)
@@ -112,11 +143,23 @@ def watch(pgdata: Path, seconds: float, poll: float = _POLL_SECONDS) -> str:
 
 
 def main(argv: list[str]) -> int:
+    import signal
+
     pgdata = Path(argv[0])
     seconds = float(argv[1])
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(0))  # clean up, then exit
+    host = None
+    if os.environ.get(RESIDENT_ENV, "").strip() != "0":
+        from kg.cli.resident_host import CommandHost
+
+        host = CommandHost(pgdata.parent)
+        if not host.open():
+            host = None
     try:
-        watch(pgdata, seconds)
+        watch(pgdata, seconds, host=host)
     finally:
+        if host is not None:
+            host.close()
         with contextlib.suppress(OSError, ValueError):
             if int((pgdata / WATCHDOG_FILE).read_text().split()[0]) == os.getpid():
                 (pgdata / WATCHDOG_FILE).unlink()

@@ -40,8 +40,8 @@ def head_revision() -> str:
 
 
 async def current_revision(pool: asyncpg.Pool) -> str | None:
-    exists = await pool.fetchval("SELECT to_regclass('alembic_version') IS NOT NULL")
-    if not exists:
+    try:  # one round trip on every command's start; a new database has no table yet
+        value = await pool.fetchval("SELECT version_num FROM alembic_version")
+    except asyncpg.UndefinedTableError:
         return None
-    value = await pool.fetchval("SELECT version_num FROM alembic_version")
     return str(value) if value is not None else None

@@ -92,6 +92,9 @@ def stop_server(pgdata: Path, *, force: bool = False) -> ServerStatus:
                 "connections are cut and their transactions rolled back)."
             )
         _stop(pgdata, status.pid)
+    from kg.db.idle import stop_watchdog
+
+    stop_watchdog(pgdata)
     return status
 
 

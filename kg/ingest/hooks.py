@@ -10,8 +10,9 @@
   run ``kg sync`` later.
 
 The scripts call this Python interpreter (the one ``kg hooks install`` ran with) on
-:mod:`kg.ingest.hook_runner`, which imports far less than the CLI, so a commit pays for a
-lint, not for loading every ``kg`` command.
+:mod:`kg.cli.hook_entry`: the project's warm command host runs the hook when it is up, else
+:mod:`kg.ingest.hook_runner` (which imports far less than the CLI) runs in the hook's process,
+so a commit pays for a lint, not for loading every ``kg`` command.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ SYNC_SKIPPED = 75  # the post-commit runner's "database unavailable" exit code (
 
 _PRE_COMMIT = """#!/bin/sh
 {marker}: lint the staged Markdown; block the commit on integrity errors.
-{env}"$KG_PYTHON" -m kg.ingest.hook_runner pre-commit
+{env}"$KG_PYTHON" -m kg.cli.hook_entry pre-commit
 status=$?
 if [ "$status" -eq {lint_failed} ]; then
     echo "kg: commit blocked by the errors above (fix them, or commit with --no-verify)" >&2
@@ -49,7 +50,7 @@ _POST_COMMIT = """#!/bin/sh
 {marker}: sync the graph; never fails the commit (errors go to .kg/hooks.log).
 {env}top=${{KG_PROJECT_ROOT:-$(git rev-parse --show-toplevel 2>/dev/null || pwd)}}
 mkdir -p "$top/.kg" 2>/dev/null
-"$KG_PYTHON" -m kg.ingest.hook_runner post-commit --background-above {above} \\
+"$KG_PYTHON" -m kg.cli.hook_entry post-commit --background-above {above} \\
     >>"$top/.kg/hooks.log" 2>&1 </dev/null
 status=$?
 if [ "$status" -eq {skipped} ]; then
@@ -106,7 +107,7 @@ def install_hooks(
         raise ConfigurationError(
             f"{names} already exist and were not written by kg: rerun with --force to keep "
             "them as <hook>.before-kg and install kg's, or call "
-            "`python -m kg.ingest.hook_runner pre-commit` (or post-commit) from them yourself"
+            "`python -m kg.cli.hook_entry pre-commit` (or post-commit) from them yourself"
         )
     installed = []
     for hook in HOOKS:

@@ -93,15 +93,15 @@ async def test_the_application_role_reads_only_its_tenant_and_writes_nothing(
     await store.append(Scope("acme", "p"), "s", events(20, "a"))
     await store.append(Scope("other", "p"), "s", events(20, "o"))
     async with tenant_transaction(app_pool, "acme") as conn:
-        for table in ("kg_merkle_nodes", "kg_merkle_frontier"):
+        for table in ("kg_merkle_nodes", "kg_chain_heads"):
             tenants = await conn.fetch(f"SELECT DISTINCT tenant_id FROM {table}")
             assert [r["tenant_id"] for r in tenants] == ["acme"]
         assert await tree.tree_size(conn, "other") == 0
     for sql in (
         "INSERT INTO kg_merkle_nodes VALUES ('acme', 0, 99, '\\x00', 99)",
-        "UPDATE kg_merkle_frontier SET size = 0",
+        "UPDATE kg_chain_heads SET tree_size = 0",
         "DELETE FROM kg_merkle_nodes",
-        "SELECT kg_merkle_extend('acme', ARRAY[1::bigint], ARRAY[repeat('0', 64)])",
+        "SELECT kg_merkle_grow('acme', 0, '{}', ARRAY[1::bigint], ARRAY[repeat('0', 64)])",
         "SELECT kg_merkle_rebuild('acme')",
     ):
         with pytest.raises(asyncpg.InsufficientPrivilegeError):
@@ -114,10 +114,17 @@ async def test_the_migration_builds_trees_of_existing_logs(
 ) -> None:
     """What the migration's backfill does for a log written before it: rebuild from events."""
     await store.append(Scope("acme", "p"), "s", events(41, "a"))
-    before = await system_pool.fetch("SELECT * FROM kg_merkle_nodes ORDER BY level, idx")
-    await system_pool.execute("SELECT kg_merkle_rebuild('acme', 4)")  # in chunks of 4
-    after = await system_pool.fetch("SELECT * FROM kg_merkle_nodes ORDER BY level, idx")
-    assert [tuple(r) for r in after] == [tuple(r) for r in before]
+    nodes = "SELECT * FROM kg_merkle_nodes ORDER BY level, idx"
+    frontier = "SELECT tree_size, tree_border FROM kg_chain_heads WHERE tenant_id = 'acme'"
+    before = await system_pool.fetch(nodes)
+    front = await system_pool.fetchrow(frontier)
+    assert front["tree_size"] == 41 and len(before) == 3  # (4, 0), (4, 1), (5, 0)
+    # in chunks of 4 (leaf by leaf) and in one chunk of 41 (level by level, set-based)
+    for chunk in (4, 50_000):
+        await system_pool.execute("SELECT kg_merkle_rebuild('acme', $1)", chunk)
+        after = await system_pool.fetch(nodes)
+        assert [tuple(r) for r in after] == [tuple(r) for r in before]
+        assert tuple(await system_pool.fetchrow(frontier)) == tuple(front)
 
 
 async def test_a_replay_sees_and_verifies_the_tree_as_it_was(
@@ -165,8 +172,58 @@ async def test_verify_finds_a_stored_tree_that_disagrees_with_the_events(
     assert "level 4, index 1" in str(report)
     await system_pool.execute("SELECT kg_merkle_rebuild('acme')")
     assert (await verify_tenant(app_pool, "acme")).ok
-    await system_pool.execute("UPDATE kg_merkle_frontier SET border[1] = sha256('x')")
+    await system_pool.execute("UPDATE kg_chain_heads SET tree_border[1] = sha256('x')")
     report = await verify_tenant(app_pool, "acme")
     assert not report.ok and "frontier" in str(report)
     await system_pool.execute("DELETE FROM kg_merkle_nodes WHERE level = 5")
     assert "is missing at level 5" in str(await verify_tenant(app_pool, "acme"))
+
+
+async def test_the_extension_gives_the_rfc_tree_for_every_batch_size_and_alignment(
+    system_pool: asyncpg.Pool,
+) -> None:
+    """``kg_merkle_grow`` hashes small batches in aligned groups of 8, 4, 2 and single leaves,
+    and larger ones level by level: every batch size from 1 to 40, starting at every offset
+    of a block, against the tree recomputed in Python."""
+    import hashlib
+    import random
+
+    sizes = list(range(1, 41)) + list(range(40, 0, -1))
+    random.Random(16).shuffle(sizes)
+    compact, expected_nodes = CompactRange(), {}
+    border: list[bytes | None] = []
+    position = 0
+    for size in sizes:
+        hashes = [hashlib.sha256(f"{position + k}".encode()).hexdigest() for k in range(size)]
+        positions = list(range(position + 1, position + size + 1))
+        border = await system_pool.fetchval(
+            "SELECT kg_merkle_grow('t', $1, $2, $3, $4)", compact.size, border, positions, hashes
+        )
+        for h, p in zip(hashes, positions, strict=True):
+            for lv, i, digest in compact.append(leaf_hash(bytes.fromhex(h))):
+                if lv >= tree.STORED_FROM:
+                    expected_nodes[(lv, i)] = (digest, p)
+        assert {lv: bytes(h) for lv, h in enumerate(border) if h is not None} == compact.border
+        position += size
+    stored = await system_pool.fetch(
+        "SELECT level, idx, hash, position FROM kg_merkle_nodes WHERE tenant_id = 't'"
+    )
+    assert {(r["level"], r["idx"]): (bytes(r["hash"]), r["position"]) for r in stored} == (
+        expected_nodes
+    )
+    assert compact.size == 1640 and len(expected_nodes) > 100
+
+
+async def test_an_append_refuses_a_frontier_that_lost_a_node(
+    store: EventStore, system_pool: asyncpg.Pool
+) -> None:
+    """The frontier lives in the tenant's head row (migration 0016); an append that would
+    merge with a border node that is not there fails, naming the fix, and writes nothing."""
+    await store.append(Scope("acme", "p"), "s", events(3, "a"))  # size 3: levels 0 and 1
+    await system_pool.execute("UPDATE kg_chain_heads SET tree_border[1] = NULL")
+    with pytest.raises(asyncpg.DataCorruptedError, match="frontier of tenant acme is corrupt"):
+        await store.append(Scope("acme", "p"), "s", events(1, "b"))
+    assert await system_pool.fetchval("SELECT count(*) FROM kg_events") == 3
+    await system_pool.execute("SELECT kg_merkle_rebuild('acme')")
+    await store.append(Scope("acme", "p"), "s", events(1, "b"))
+    assert await system_pool.fetchval("SELECT tree_size FROM kg_chain_heads") == 4

@@ -1,0 +1,153 @@
+"""The ``kg`` command's client side of the resident command host.
+
+Most of a short command's wall clock is not its work: it is Python's start-up and importing
+kg (pydantic's event models, the parsers' patterns, asyncpg, Typer). While the project's
+embedded server is kept warm, its idle watchdog also keeps a warm interpreter with those
+modules imported (:mod:`kg.cli.resident_host`), listening on a Unix socket in ``.kg/``. The
+``kg`` entry point asks it to run the command line: it passes its standard input, output and
+error (the descriptors themselves, so a terminal stays a terminal), its arguments, working
+folder, environment and umask; the host forks a child that becomes the command and reports
+its exit status. Ctrl-C and termination are forwarded to the child.
+
+Whenever that is not possible (no host, another kg's code, a closed descriptor, any error
+before the command started) the command runs in this process as before: the host is only a
+shortcut, never a second implementation. This module imports only the standard library: it
+runs before anything else on every command.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import struct
+import sys
+from pathlib import Path
+
+from kg.paths import STATE_DIR_NAME, find_project_root
+
+RESIDENT_ENV = "KG_RESIDENT"  # "0" runs every command in its own process
+SOCKET_NAME = "kg-commands.sock"
+# Commands that never go through the host: the MCP server is a long-lived process of its own,
+# and `kg server` manages the server (and so the host) itself.
+IN_PROCESS = frozenset({"mcp", "server"})
+_MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
+_PACKAGES = ("kg", "mcp_server", "migrations", "backfill")
+
+STARTED, EXITED, STALE = b"P", b"X", b"S"
+_HEADER = struct.Struct("!I")
+_STATUS = struct.Struct("!ci")
+
+
+def socket_path(state_dir: Path) -> Path:
+    """Where the host of ``state_dir`` listens: in the folder itself, or (when that path is
+    too long for a Unix socket) in a private folder of the temporary directory."""
+    path = state_dir / SOCKET_NAME
+    if len(os.fsencode(path)) <= _MAX_SOCKET_PATH:
+        return path
+    import hashlib
+    import tempfile
+
+    digest = hashlib.sha256(os.fsencode(state_dir.resolve())).hexdigest()[:24]
+    return Path(tempfile.gettempdir()) / f"kg-{os.getuid()}" / f"{digest}.sock"
+
+
+def code_fingerprint() -> str:
+    """Which kg code this interpreter runs: its executable, the package folder and the newest
+    source file's modification time. A host started before kg was upgraded or edited has
+    another fingerprint and is not used."""
+    root = Path(__file__).resolve().parents[2]
+    newest = 0
+    stack = [root / name for name in _PACKAGES]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name.endswith(".py"):
+                newest = max(newest, entry.stat().st_mtime_ns)
+            elif entry.name != "__pycache__" and entry.is_dir():
+                stack.append(Path(entry.path))
+    return f"{sys.executable}|{root}|{newest}"
+
+
+def run_in_host(argv: list[str], entry: str = "kg") -> int | None:
+    """Run ``kg argv`` (``entry="hook"``: the git hooks' runner, :mod:`kg.cli.hook_entry`) in
+    the project's resident host and return its exit status, or None when the command must run
+    in this process (no host, or it could not take the command)."""
+    if os.environ.get(RESIDENT_ENV, "").strip() == "0" or os.environ.get("KG_DATABASE_URL"):
+        return None
+    if entry == "kg" and argv and argv[0] in IN_PROCESS:
+        return None
+    root = os.environ.get("KG_PROJECT_ROOT")
+    state_dir = (Path(root) if root else find_project_root()) / STATE_DIR_NAME
+    path = socket_path(state_dir)
+    if not path.exists():
+        return None
+    request = json.dumps(
+        {
+            "fingerprint": code_fingerprint(),
+            "entry": entry,
+            "argv": argv,
+            "cwd": os.getcwd(),
+            "env": dict(os.environ),
+            "umask": _umask(),
+        }
+    ).encode()
+    try:
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.connect(os.fspath(path))
+        socket.send_fds(conn, [_HEADER.pack(len(request)) + request], [0, 1, 2])
+        kind, pid = _read_status(conn)
+    except OSError:
+        return None  # no host, or a descriptor that cannot be passed: run it here
+    if kind != STARTED:
+        conn.close()
+        return None  # the host runs other code (kg was upgraded or edited): run it here
+    return _wait(conn, pid)
+
+
+def _wait(conn: socket.socket, pid: int) -> int:
+    """The exit status of the command the host's child ``pid`` runs, forwarding signals."""
+
+    def forward(signum: int, _frame: object) -> None:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signum)
+
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(signum, forward)
+    try:
+        kind, status = _read_status(conn)
+    except OSError:
+        kind, status = b"", 1
+    if kind != EXITED:
+        print("kg: the command ended without reporting its exit status", file=sys.stderr)
+        return 1
+    return status
+
+
+def _read_status(conn: socket.socket) -> tuple[bytes, int]:
+    data = b""
+    while len(data) < _STATUS.size:
+        try:
+            chunk = conn.recv(_STATUS.size - len(data))
+        except InterruptedError:
+            continue
+        if not chunk:
+            raise ConnectionError("the resident host closed the connection")
+        data += chunk
+    kind, value = _STATUS.unpack(data)
+    return kind, value
+
+
+def send_status(conn: socket.socket, kind: bytes, value: int) -> None:
+    conn.sendall(_STATUS.pack(kind, value))
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
