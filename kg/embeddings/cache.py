@@ -141,11 +141,12 @@ def vector_texts(vectors: Sequence[Sequence[float]]) -> list[str]:
     """Each vector in pgvector's text form, at float4 precision to the last bit.
 
     The vectors are rounded to float4 once (what pgvector stores) and written by orjson,
-    which prints each float4 as the shortest decimal that reads back as that float4, in C:
-    ~30 ns a number. Sending them as one flat ``real[]`` instead made asyncpg check every
-    element in Python (two ``isinstance`` calls against ABCs each): 2.5 s of an ingest's
-    CPU for 6,800 vectors of 384 numbers, most of the projection's time in a 5,000-directive
-    ingest (bench/RESULTS.md, issue 20). Refuses ragged or non-finite vectors."""
+    which prints each float4 as the shortest decimal that reads back as that float4, in C.
+    Sending them as one flat ``real[]`` instead made asyncpg check every element in Python
+    (``isinstance`` against ABCs): 6,825 vectors of 384 numbers (a 5,000-directive ingest)
+    took 0.4-0.7 s of Python CPU to insert that way and take 0.16-0.19 s this way, measured
+    in one run on a loaded machine (bench/RESULTS.md, issue 20). Refuses ragged or non-finite
+    vectors."""
     import numpy as np  # here, not at module level: a command that embeds nothing skips it
 
     try:
