@@ -578,9 +578,10 @@ def _chunks(files: list[str]) -> list[list[str]]:
     nothing overlaps: 200 rule files of 25 directives each were parsed, then appended, then
     projected, one after the other. In four chunks kg_nodes projects the first ones
     (embeddings, full-text vectors, in the database) while the later ones are parsed and
-    appended, and what is left to project after the last append is about a quarter
-    (bench/RESULTS.md, issue 20: 5,000 directives ingested in 7.1 s instead of 9.6, medians
-    of 3 on a loaded machine). A large run keeps chunks of CHUNK_FILES."""
+    appended, and what is left to project after the last append is about a quarter. Measured
+    (bench/RESULTS.md, issue 20): 5,000 directives in 7.1 s instead of 9.6 on a loaded
+    machine (medians of 3), no difference on a quiet one. A large run keeps chunks of
+    CHUNK_FILES."""
     size = min(CHUNK_FILES, max(MIN_CHUNK_FILES, -(-len(files) // PIPELINE_CHUNKS)))
     return [files[i : i + size] for i in range(0, len(files), size)]
 
