@@ -7,8 +7,9 @@
 * condition: how much of its best When-to-Apply condition the task's words cover (0..1), at
   least 0.5 when the task is about all the condition's topics; a rule file without conditions
   has its section heading as one ("## Testing", :func:`kg.directives.model.when_texts`);
-* layer: 1 when a file in play matches its globs, or its layer is the detected one or ``*``;
-  0.5 when it names no layer (unscoped rules: ``AGENTS.md``); 0 for another layer;
+* layer: 1 when a file in play matches its globs, or its layer is the detected one or ``*``,
+  or it names no layer (the root ``AGENTS.md``, the Copilot instructions: rules for the
+  whole repository, which is what ``*`` says); 0 for another layer;
 * topics: Jaccard overlap of its topics with the detected ones;
 * severity: the template's Severity (critical 1 ... low 0.3), else its strength (MUST 1,
   SHOULD 0.6, MAY 0.3);
@@ -184,9 +185,12 @@ class Scorer:
             condition = max(condition, TOPIC_CONDITION)
         if row.globs and ctx.paths and _glob_hit(row, ctx):
             layer = 1.0
-        elif not row.layers:
-            layer = 0.5
-        elif WILDCARD in row.layers or (ctx.layer is not None and ctx.layer in row.layers):
+        elif not row.layers or WILDCARD in row.layers:
+            # An unscoped rule covers every layer like ``*``. It counted 0.5 until session 7,
+            # which ranked a root AGENTS.md section below an equally relevant ``*`` file
+            # and left three applicable MUSTs unserved (bench/RESULTS.md, issue 20).
+            layer = 1.0
+        elif ctx.layer is not None and ctx.layer in row.layers:
             layer = 1.0
         else:
             layer = 0.0

@@ -12,6 +12,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 
 import asyncpg
+import orjson
 
 from kg.embeddings.base import EmbeddingProvider
 from kg.errors import EmbeddingError
@@ -126,38 +127,50 @@ async def ensure_cached(
     return len(missing)
 
 
-# Row i of the batch is the slice [(i - 1) * dims + 1, i * dims] of the flat array; ``real[]``
-# to ``vector`` copies the float4 values as they are.
-_INSERT_FLAT = """
+# Each vector travels as pgvector's own text form (``[x,y,...]``), which ``vector_in`` reads
+# with ``strtof``: the shortest decimal that reads back as the same float4 keeps every bit.
+_INSERT = """
 INSERT INTO embedding_cache (model_id, content_hash, embedding)
-SELECT $1, x.h, (($3::real[])[(x.i - 1) * $4 + 1 : x.i * $4])::vector
-  FROM unnest($2::text[]) WITH ORDINALITY AS x(h, i)
+SELECT $1, x.h, x.v::vector
+  FROM unnest($2::text[], $3::text[]) AS x(h, v)
 ON CONFLICT DO NOTHING
 """
 
 
-def _flat(vectors: Sequence[Sequence[float]]) -> tuple[list[float], int]:
-    """The vectors one after the other, and their dimension (refusing ragged ones)."""
-    dims = len(vectors[0])
-    if any(len(v) != dims for v in vectors):
+def vector_texts(vectors: Sequence[Sequence[float]]) -> list[str]:
+    """Each vector in pgvector's text form, at float4 precision to the last bit.
+
+    The vectors are rounded to float4 once (what pgvector stores) and written by orjson,
+    which prints each float4 as the shortest decimal that reads back as that float4, in C.
+    Sending them as one flat ``real[]`` instead made asyncpg check every element in Python
+    (``isinstance`` against ABCs): 6,825 vectors of 384 numbers (a 5,000-directive ingest)
+    took 0.4-0.7 s of Python CPU to insert that way and take 0.16-0.19 s this way, measured
+    in one run on a loaded machine (bench/RESULTS.md, issue 20). Refuses ragged or non-finite
+    vectors."""
+    import numpy as np  # here, not at module level: a command that embeds nothing skips it
+
+    try:
+        matrix = np.asarray(vectors, dtype=np.float32)
+    except ValueError as error:  # rows of different lengths
+        raise EmbeddingError("the embedder returned vectors of different sizes") from error
+    if matrix.ndim != 2:
         raise EmbeddingError("the embedder returned vectors of different sizes")
-    flat: list[float] = []
-    for vector in vectors:
-        flat.extend(vector)
-    return flat, dims
+    if not np.isfinite(matrix).all():
+        raise EmbeddingError("the embedder returned a vector with NaN or infinite values")
+    text = orjson.dumps(matrix, option=orjson.OPT_SERIALIZE_NUMPY).decode()
+    # "[[a,b],[c,d]]": the rows are the pieces between "],[" (numbers hold no brackets).
+    return ["[" + row + "]" for row in text[2:-2].split("],[")]
 
 
 async def _insert_vectors(
     conn: asyncpg.Connection, model_id: str, hashes: list[str], vectors: list[list[float]]
 ) -> None:
-    """Insert vectors as one flat ``real[]`` that the statement slices per row: asyncpg sends
-    it in binary (float4, the precision pgvector stores, so each vector is kept to the last
-    bit), where formatting 384 floats as text cost ~0.1 ms a vector, more than the insert
-    itself, and lost precision (7 digits). Switching the connection to pgvector's binary codec
-    for the statement instead cost two round trips and dropped the connection's prepared
-    statements each time (84 times in an ingest of 2,000 source files)."""
-    flat, dims = _flat(vectors)
-    await conn.execute(_INSERT_FLAT, model_id, hashes, flat, dims)
+    """Insert the vectors in one statement, each as text (:func:`vector_texts`). Earlier
+    forms and why they went: each vector formatted in Python (``%.7g``, ~0.1 ms a vector and
+    7 digits, not every bit); one flat ``real[]`` (exact, but asyncpg's per-element checks);
+    pgvector's binary codec switched on for the statement (two round trips, and it dropped
+    the connection's prepared statements each time: 84 times in an ingest of 2,000 files)."""
+    await conn.execute(_INSERT, model_id, hashes, vector_texts(vectors))
 
 
 _QUERY_CACHE: OrderedDict[tuple[str, str], str] = OrderedDict()

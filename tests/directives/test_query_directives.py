@@ -95,7 +95,7 @@ async def test_a_may_needs_more_relevance_than_a_must_of_the_same_section(
     runtime: Runtime,
 ) -> None:
     (runtime.settings.project_root / "AGENTS.md").write_text(
-        "# Rules\n\n## Testing\n\n- Never mock the database in a test.\n"
+        "# Rules\n\n## Testing helpers and fixtures\n\n- Never mock the database in a test.\n"
         "- You may use hypothesis in a test.\n"
     )
     await ingest_paths(runtime, None)
@@ -178,6 +178,29 @@ async def test_an_agents_md_section_heading_says_when_its_rules_apply(rules: Run
     assert sources == {"AGENTS.md"}
     assert any("timing assertions" in d["text"] for d in served.directives)
     assert not any("Alembic" in d["text"] for d in served.directives)
+
+
+async def test_an_unscoped_rule_counts_for_every_layer_like_a_wildcard(runtime: Runtime) -> None:
+    root = runtime.settings.project_root
+    (root / "AGENTS.md").write_text(
+        "# Rules\n\n## Secrets\n\n- Never commit secrets or API keys to the repository.\n"
+    )
+    (root / "docs/rules").mkdir(parents=True)
+    (root / "docs/rules/keys.md").write_text(
+        "# Keys\n\n## Metadata\n- **Layer**: *\n- **Topics**: security\n- **Severity**: high\n\n"
+        "## When to Apply\n- Secrets\n\n## Directives\n"
+        "- [MUST] Never copy secrets or API keys into the repository.\n"
+    )
+    await ingest_paths(runtime, None)
+
+    served = await query_directives(
+        runtime, task="hash the API keys", paths=["api/migrations/versions/0007_keys.py"]
+    )
+
+    assert served.detected.layer == "4-Persistence", "a layer neither rule names"
+    by_file = {d["source"].split(":")[0]: d["parts"] for d in served.directives}
+    assert by_file.keys() == {"AGENTS.md", "docs/rules/keys.md"}, "both served"
+    assert by_file["AGENTS.md"]["layer"] == by_file["docs/rules/keys.md"]["layer"] == 1.0
 
 
 async def test_the_session_trail_shows_which_rules_an_agent_was_given(rules: Runtime) -> None:

@@ -488,3 +488,41 @@ async def test_a_concurrent_writer_makes_the_ingest_reread_and_retry(
     assert {"requirement:FR-1", "requirement:FR-7", "requirement:NFR-2"} <= set(graph)
     monkeypatch.setattr(pipeline, "append_multi", real)
     assert (await ingest_paths(runtime, [tmp_path])).events == 0
+
+
+def test_a_mid_sized_run_is_cut_into_chunks_that_can_overlap_and_a_large_one_keeps_its_size() -> (
+    None
+):
+    files = [f"docs/{i:04d}.md" for i in range(200)]
+    chunks = pipeline._chunks(files)
+    assert [len(c) for c in chunks] == [50, 50, 50, 50], "four chunks: projecting overlaps"
+    assert [f for c in chunks for f in c] == files, "every file once, in order"
+    assert [len(c) for c in pipeline._chunks(files[:40])] == [32, 8], "no chunk under 32 files"
+    assert [len(c) for c in pipeline._chunks(files[:5])] == [5]
+    many = [f"docs/{i:05d}.md" for i in range(2000)]
+    assert {len(c) for c in pipeline._chunks(many)[:-1]} == {pipeline.CHUNK_FILES}
+
+
+async def test_a_run_appended_in_chunks_projects_what_one_transaction_would(
+    runtime: Runtime,
+    system_pool: asyncpg.Pool,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(pipeline, "MIN_CHUNK_FILES", 1)
+    applied: list[int] = []
+    real_apply = pipeline.Pipeline._apply
+
+    async def spy(self: pipeline.Pipeline, items: Any) -> None:
+        applied.append(len(items))
+        await real_apply(self, items)
+
+    monkeypatch.setattr(pipeline.Pipeline, "_apply", spy)
+    write(tmp_path, {f"docs/part-{i}.md": f"# Part {i}\n\nSee [[Part {(i + 1) % 8}]].\n" for i in
+                     range(8)})  # fmt: skip
+    report = await ingest_paths(runtime, [tmp_path])
+    assert applied == [2, 2, 2, 2], "four chunks, each its own transaction"
+    assert report.projected == report.events and not report.failed
+    projected = [await table_digest(system_pool, t) for t in ("kg_nodes", "kg_edges")]
+    await runtime.runner.rebuild()
+    assert [await table_digest(system_pool, t) for t in ("kg_nodes", "kg_edges")] == projected
