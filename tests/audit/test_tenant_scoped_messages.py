@@ -37,7 +37,7 @@ async def test_projection_check_of_one_tenant_ignores_and_never_names_another(
     runtime: Runtime, store: EventStore, scope: Scope
 ) -> None:
     await two_tenants(store, scope)
-    await runtime.catch_up()
+    await runtime.runner.catch_up()  # every tenant (a runtime's own catch-up is its tenant only)
     await runtime.system_pool.execute(
         "UPDATE kg_nodes SET name = 'forged' WHERE tenant_id = 'globex' AND node_id = 'file:g1'"
     )
@@ -50,3 +50,12 @@ async def test_projection_check_of_one_tenant_ignores_and_never_names_another(
     assert all(check.ok for check in mine), [str(c) for c in mine]
     assert not any("globex" in str(check) for check in mine)
     assert theirs[0].differing == ("globex/secret-project/file:g1",)
+
+
+async def test_a_runtimes_catch_up_projects_its_own_tenant_only(
+    runtime: Runtime, store: EventStore, scope: Scope
+) -> None:
+    await two_tenants(store, scope)
+    await runtime.catch_up()  # a command never waits on another tenant's backlog
+    rows = await runtime.system_pool.fetch("SELECT DISTINCT tenant_id FROM kg_nodes")
+    assert {r["tenant_id"] for r in rows} == {scope.tenant_id}
