@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -82,3 +84,12 @@ async def assert_log_verifies(system_store: Any, tenants: list[str]) -> None:
         report = await verify_tenant(system_store.pool, tenant)
         assert report.ok, str(report)
         assert await find_position_gaps(system_store.pool, tenant) == []
+
+
+def wait_for(condition: Callable[[], object], what: str, limit: float = 120.0) -> None:
+    """Poll ``condition`` until it holds; fail naming ``what`` after ``limit`` seconds (the
+    failure mode of a test of background processes, not a measurement)."""
+    deadline = time.monotonic() + limit
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.1)

@@ -19,14 +19,7 @@ import pytest
 
 from kg.cli import resident
 from kg.db.idle import watchdog_pid
-from tests.support import kg
-
-
-def wait_for(condition: object, what: str, limit: float = 120.0) -> None:
-    deadline = time.monotonic() + limit  # the failure mode, not a measurement
-    while not callable(condition) or not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.1)
+from tests.support import kg, wait_for
 
 
 def git(root: Path, *args: str) -> None:

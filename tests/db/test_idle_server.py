@@ -15,7 +15,7 @@ import psutil  # type: ignore[import-untyped]
 import pytest
 
 from kg.db.idle import watchdog_pid
-from tests.support import kg
+from tests.support import kg, wait_for
 
 
 @pytest.fixture
@@ -41,13 +41,6 @@ def postmaster(root: Path) -> int | None:
     except (OSError, ValueError, IndexError, psutil.Error):
         return None
     return pid if alive else None
-
-
-def wait_for(condition: object, what: str, limit: float = 120.0) -> None:
-    deadline = time.monotonic() + limit  # the failure mode, not a measurement
-    while not callable(condition) or not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.2)
 
 
 def test_the_server_stays_warm_between_commands_and_stops_when_idle(
