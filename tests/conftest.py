@@ -28,6 +28,9 @@ TEMPLATE = "kg_test_template"
 # An embedded server that a test's `kg` starts stops with that `kg`, not 15 minutes later: a
 # test leaves no server (and no idle watchdog) behind. tests/db/test_idle_server.py sets its own.
 os.environ.setdefault("KG_SERVER_IDLE", "0")
+# Every command a test runs in-process runs here, never in a warm host a developer's own `kg`
+# left in this checkout (tests/cli/test_resident.py turns it back on for its projects).
+os.environ.setdefault("KG_RESIDENT", "0")
 
 
 @pytest.fixture(scope="session")
