@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from kg.cli.resident_host import CommandHost
 
-RESIDENT_ENV = "KG_RESIDENT"  # kg.cli.resident's: "0" keeps no warm interpreter
 IDLE_ENV = "KG_SERVER_IDLE"
 DEFAULT_IDLE_SECONDS = 900.0
 WATCHDOG_FILE = "kg-idle-watchdog.pid"
@@ -148,6 +147,8 @@ def main(argv: list[str]) -> int:
     pgdata = Path(argv[0])
     seconds = float(argv[1])
     signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(0))  # clean up, then exit
+    from kg.cli.resident import RESIDENT_ENV  # standard library only, like this module
+
     host = None
     if os.environ.get(RESIDENT_ENV, "").strip() != "0":
         from kg.cli.resident_host import CommandHost

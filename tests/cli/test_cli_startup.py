@@ -55,7 +55,6 @@ def test_the_entry_point_loads_neither_typer_nor_the_commands() -> None:
 def test_plain_sync_skips_typer(
     monkeypatch: pytest.MonkeyPatch, argv: list[str], full: bool
 ) -> None:
-    monkeypatch.setenv("KG_RESIDENT", "0")  # this process's own path, even beside a warm host
     calls: list[bool] = []
     monkeypatch.setattr(sync_command, "main", lambda f: calls.append(f) or 3)
     monkeypatch.setattr(sys, "argv", argv)
@@ -65,7 +64,6 @@ def test_plain_sync_skips_typer(
 
 
 def test_anything_else_goes_to_the_typer_app(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KG_RESIDENT", "0")
     monkeypatch.setattr(sync_command, "main", lambda f: pytest.fail("fast path taken"))
     monkeypatch.setattr(sys, "argv", ["kg", "sync", "--help"])
     with pytest.raises(SystemExit) as exited:
