@@ -2,10 +2,11 @@
 
 * **Where a file lives.** Repositories keep non-current copies beside their specs under names
   that say so: ``archive/``, ``drafts/``, ``templates/``, ``old/``, ``deprecated/``,
-  ``*.draft.md``, ``*-tmpl.md``, ``*.bak.md``; dependencies' documents (``node_modules/``,
-  ``vendor/``, ``third_party/``, ``dist/``) are someone else's. A node of such a file keeps
-  ``NONCURRENT_FACTOR`` of its score: still found when nothing else answers, never ahead of
-  the spec it copies.
+  ``*.draft.md``, ``*-tmpl.md``, ``*.bak.md``, ``*.superseded.md``, ``*.retired.md``,
+  ``template.md``; dependencies' documents (``node_modules/``, ``vendor/``, ``third_party/``,
+  ``dist/``) and an installed agent method (``_bmad/``, ``bmad-core/``) are someone else's.
+  A node of such a file keeps ``NONCURRENT_FACTOR`` of its score: still found when nothing
+  else answers, never ahead of the spec it copies.
 * **Content.** A match with no content (a document's title) points at an answer but holds
   none: it ranks below the sections that do.
 * **Multi-part questions.** "How long is X valid, and what happens when Y?" asks for two
@@ -27,10 +28,14 @@ NONCURRENT_DIRS = frozenset(
     {"archive", "archived", "archives", "old", "deprecated", "obsolete", "draft", "drafts",
      "template", "templates", "attic", "backup", "backups",
      # other projects' documents copied in: dependencies and generated bundles
-     "node_modules", "vendor", "vendored", "third_party", "third-party", "site-packages", "dist"}
+     "node_modules", "vendor", "vendored", "third_party", "third-party", "site-packages", "dist",
+     # an agent method installed into the repository (BMad's workflows, agents, checklists
+     # and templates): instructions to agents, not the project's specifications
+     "_bmad", "bmad", "bmad-core", "_bmad-core"}
 )  # fmt: skip
 _NONCURRENT_FILE = re.compile(
-    r"([._-](draft|tmpl|template|old|bak|backup|copy|orig)|\.v?\d+(\.\d+)*-draft)\.md$",
+    r"([._-](draft|tmpl|template|old|bak|backup|copy|orig)|\.v?\d+(\.\d+)*-draft"
+    r"|\.(superseded|retired|obsolete|outdated|archived|deprecated)|^(template|tmpl))\.md$",
     re.IGNORECASE,
 )
 DUPLICATE_SHARE = 0.6
