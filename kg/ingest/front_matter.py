@@ -47,6 +47,8 @@ def parse_front_matter(source: str) -> dict[str, Any]:
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         detail = error.problem or error.context or "syntax error"
+        if "nesting depth" in detail:  # libyaml's own limit (1,000), met before ours
+            raise FrontMatterError(_too_deep(""), mark.line if mark else 0) from None
         raise FrontMatterError(
             f"malformed front matter: {detail}", mark.line if mark else 0
         ) from None
