@@ -231,10 +231,11 @@ class Scorer:
             return []
         index = row_index(cat)
         w = WEIGHTS
+        group_terms = [self._group(row) for row in index.groups]
         group_part = np.array(
             [
                 w["authority"] * a + w["condition"] * c + w["layer"] * lay if ok else -np.inf
-                for ok, a, c, lay in (self._group(row) for row in index.groups)
+                for ok, a, c, lay in group_terms
             ],
             dtype=np.float64,
         )
@@ -257,11 +258,11 @@ class Scorer:
         ).astype(np.float64)
         relevance = base[candidates] + w["semantic"] * np.maximum(sims, 0.0)
         served = (relevance >= bar[candidates]) | index.always[candidates]
-        rows, groups = cat.rows, index.groups
+        rows = cat.rows
         group_of, topics_of = index.group_of.tolist(), index.topics_of.tolist()
         jaccard = topic_part.tolist()
         return [
-            self._scored(rows[i], self._group(groups[group_of[i]]), jaccard[topics_of[i]], sim)
+            self._scored(rows[i], group_terms[group_of[i]], jaccard[topics_of[i]], sim)
             for i, sim in zip(candidates[served].tolist(), sims[served].tolist(), strict=True)
         ]
 
