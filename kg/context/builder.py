@@ -240,16 +240,16 @@ class ContextBuilder:
             limit=4 * len(seeds), fanout=4,
         )  # fmt: skip
         parent_of = {e.to_node: e.from_node for e, _ in up if e.to_node in seeds}
-        parents = sorted(set(parent_of.values()))
+        parents = set(parent_of.values())
         if not parents:
             return
         down = await self.source.neighbours(
-            parents, exclude=[], edge_types=[FAMILY_EDGE], node_types=[],
+            sorted(parents), exclude=[], edge_types=[FAMILY_EDGE], node_types=[],
             limit=len(parents) * (FAMILY_SIZE + 2), fanout=FAMILY_SIZE + 1,
         )  # fmt: skip
         family: dict[str, list[NodeRow]] = {}
         for edge, row in down:
-            if edge.from_node in parent_of.values() and edge.to_node == row.node_id:
+            if edge.from_node in parents and edge.to_node == row.node_id:
                 family.setdefault(edge.from_node, []).append(row)
         for seed_id, parent in sorted(parent_of.items()):
             members = family.get(parent, [])
