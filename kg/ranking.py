@@ -7,6 +7,8 @@
   ``dist/``) and an installed agent method (``_bmad/``, ``bmad-core/``) are someone else's.
   A node of such a file keeps ``NONCURRENT_FACTOR`` of its score: still found when nothing
   else answers, never ahead of the spec it copies.
+* **Records of work.** A story's task checklist, completion notes, file list, QA results and
+  change log record how it was built; they rank like copies too (:data:`WORK_RECORDS`).
 * **Content.** A match with no content (a document's title) points at an answer but holds
   none: it ranks below the sections that do.
 * **Multi-part questions.** "How long is X valid, and what happens when Y?" asks for two
@@ -62,8 +64,29 @@ def noncurrent(node_id: str) -> bool:
     return any(d in NONCURRENT_DIRS for d in dirs) or bool(_NONCURRENT_FILE.search(name))
 
 
+# Sections that record the work on a story rather than what holds: the BMad story template's
+# Dev Agent Record (agent model, debug log, completion notes, file list), its task checklist,
+# QA results, and any change log. They restate the specification in passing and, being long
+# and about everything, matched every question of a real BMad project (bench/RESULTS.md,
+# issue 13, held-out check): they rank like copies, still found when nothing else answers.
+WORK_RECORDS = frozenset(
+    {"tasks--subtasks", "tasks-subtasks", "dev-agent-record", "agent-model-used",
+     "debug-log-references", "debug-log", "completion-notes-list", "completion-notes",
+     "file-list", "qa-results", "change-log", "changelog", "revision-history"}
+)  # fmt: skip
+_REPEAT = re.compile(r"-\d+$")  # the slugger's suffix for a repeated heading
+
+
+def work_record(node_id: str) -> bool:
+    """True for a section whose heading names a record of work (:data:`WORK_RECORDS`)."""
+    if not node_id.startswith("section:"):
+        return False
+    anchor = node_id.rsplit("#", 1)[-1]
+    return anchor in WORK_RECORDS or _REPEAT.sub("", anchor) in WORK_RECORDS
+
+
 def prior(node_id: str) -> float:
-    return NONCURRENT_FACTOR if noncurrent(node_id) else 1.0
+    return NONCURRENT_FACTOR if noncurrent(node_id) or work_record(node_id) else 1.0
 
 
 # A match without content of its own (a document node: its title; a heading with nothing under

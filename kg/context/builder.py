@@ -55,7 +55,9 @@ from kg.search import FALLBACK_WARNING
 # the first two nodes, shorter reasons, breadcrumbs without the file and the node's own name,
 # scores to 3 digits, hop absent when 0; a hop walks through an entity a section MENTIONS to the
 # other sections naming it, without showing the entity. 8: a build of at least FAMILY_BUDGET
-# tokens brings the small families (siblings) of its best matches.
+# tokens brings the small families (siblings) of its best matches; records of work (a story's
+# task list, completion notes, change log), an installed agent method and files named as
+# superseded or retired rank like copies (kg.ranking).
 BUILDER_VERSION = 8
 
 # Each frontier node offers at least this many of its strongest edges per hop (more when the

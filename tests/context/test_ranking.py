@@ -8,7 +8,7 @@ from pathlib import Path
 from kg.context.service import build_context_graph, parse_request
 from kg.graph_queries import query_knowledge_graph
 from kg.ingest.service import ingest_paths
-from kg.ranking import copy_of, noncurrent, question_parts, shingles
+from kg.ranking import NONCURRENT_FACTOR, copy_of, noncurrent, prior, question_parts, shingles
 from kg.runtime import Runtime
 
 RETRY = (
@@ -34,6 +34,14 @@ def test_paths_that_mark_copies_drafts_and_archives() -> None:
     assert not noncurrent("section:docs/webhooks.md#retries")
     assert not noncurrent("section:docs/templating-engine.md#draft-orders")
     assert not noncurrent("decision:archive")
+
+
+def test_records_of_work_rank_like_copies() -> None:
+    assert prior("section:docs/stories/2.2.jobs.md#tasks--subtasks") == NONCURRENT_FACTOR
+    assert prior("section:docs/stories/2.2.jobs.md#completion-notes-list") == NONCURRENT_FACTOR
+    assert prior("section:docs/stories/2.2.jobs.md#change-log-1") == NONCURRENT_FACTOR
+    assert prior("section:docs/stories/2.2.jobs.md#acceptance-criteria") == 1.0
+    assert prior("section:docs/tasks.md#scheduling") == 1.0, "a file named tasks is not one"
 
 
 def test_a_restatement_is_a_copy_but_a_longer_original_is_not() -> None:
