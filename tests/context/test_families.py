@@ -8,7 +8,9 @@ from kg.context.builder import FAMILY_BUDGET, FAMILY_SIZE, ContextBuilder
 from kg.context.memory_source import MemoryGraph
 from kg.context.service import parse_request
 from kg.embeddings import HashingEmbedder
-from kg.events import NodeAsserted
+from kg.events import NodeAsserted, PolicyDefined
+from kg.events.policy import PolicyRule
+from kg.policies.model import Policy
 
 TASK = "why is the backend one deployable rather than separate services?"
 ADR = "section:docs/adr/0001-modular-monolith.md"
@@ -70,3 +72,20 @@ async def test_a_build_without_parent_edges_brings_no_family() -> None:
         parse_request(mode="semantic", task=TASK, token_budget=1600, edge_types=["REFERENCES"])
     )
     assert f"{ADR}#context" not in {n.node_id for n in graph.nodes}
+
+
+async def test_a_denied_sibling_is_not_brought_and_only_counted() -> None:
+    embedder = HashingEmbedder()
+    graph = adr_graph(embedder)
+    deny = PolicyDefined(
+        policy_id="policy:hide-context", name="hide the context",
+        rule=PolicyRule(effect="deny", node_ids=(f"{ADR}#context",)),
+    )  # fmt: skip
+    graph.policy_list.append(
+        Policy(deny.policy_id, deny.name, deny.rule, graph.project_id, 1, deny.origin, "")
+    )
+    built = await ContextBuilder(graph, embedder).build(
+        parse_request(mode="semantic", task=TASK, token_budget=FAMILY_BUDGET)
+    )
+    assert f"{ADR}#context" not in {n.node_id for n in built.nodes}
+    assert built.governance.excluded_count == 1
