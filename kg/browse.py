@@ -78,7 +78,7 @@ async def page(rt: Runtime, cursor: str | None = None, limit: int = PAGE_SIZE) -
         rows = await browse.page(_after(cursor), limit)
     entries = []
     for row in rows:
-        verdict = gov.admit(row.node_type, row.labels, row.governed_by)
+        verdict = gov.admit(row.node_type, row.labels, row.governed_by, row.node_id)
         if not verdict.denied:
             name = REDACTED_NAME if verdict.redacted else row.name
             entries.append(Entry(row.node_id, row.node_type, row.labels, name, verdict.redacted))
@@ -107,7 +107,7 @@ async def root(rt: Runtime, link: Link, day_link: Callable[[date], str]) -> str:
     async with _readers(rt) as (_, browse, gov):
         for row, day in await browse.decisions(None, 10_000):
             # verdict, not admit: page() above counted the denied ones already
-            if not gov.verdict(row.node_type, row.labels, row.governed_by).denied:
+            if not gov.verdict(row.node_type, row.labels, row.governed_by, row.node_id).denied:
                 days[day] = days.get(day, 0) + 1
     lines = ["# Knowledge graph", "", f"## Documents ({len(docs)})", ""]
     lines += [f"- [{e.name}]({link(e.node_id, e.node_type, e.labels)})" for e in docs]
@@ -134,7 +134,7 @@ async def decisions_on(rt: Runtime, day: str, link: Link) -> str:
         rows = await browse.decisions(when, 10_000)
         lines = [f"# Decisions on {when.isoformat()}", ""]
         for row, _ in rows:
-            verdict = gov.admit(row.node_type, row.labels, row.governed_by)
+            verdict = gov.admit(row.node_type, row.labels, row.governed_by, row.node_id)
             if verdict.denied:
                 continue
             name = REDACTED_NAME if verdict.redacted else row.name
@@ -215,7 +215,9 @@ async def complete_ids(rt: Runtime, prefix: str, *, limit: int = MAX_COMPLETIONS
     (completion of ``kg://`` URI variables). A denied node is never offered."""
     async with _readers(rt) as (_, browse, gov):
         rows = await browse.prefixed(prefix, limit * 2)
-    visible = [r for r in rows if not gov.verdict(r.node_type, r.labels, r.governed_by).denied]
+    visible = [
+        r for r in rows if not gov.verdict(r.node_type, r.labels, r.governed_by, r.node_id).denied
+    ]
     return [r.node_id for r in visible[:limit]]
 
 
@@ -226,7 +228,7 @@ async def decision_days(rt: Runtime) -> list[str]:
     days = {
         day.isoformat()
         for row, day in rows
-        if not gov.verdict(row.node_type, row.labels, row.governed_by).denied
+        if not gov.verdict(row.node_type, row.labels, row.governed_by, row.node_id).denied
     }
     return sorted(days, reverse=True)
 

@@ -35,7 +35,9 @@ async def resolve_all(reader: GraphReader, gov: Governance, refs: Sequence[str])
 
     keys = {ref: lookup_keys(ref) for ref in names}
     rows = await reader.entities_keyed(sorted({k for ks in keys.values() for k in ks}))
-    visible = [r for r in rows if not gov.verdict(r.node_type, r.labels, r.governed_by).denied]
+    visible = [
+        r for r in rows if not gov.verdict(r.node_type, r.labels, r.governed_by, r.node_id).denied
+    ]
     resolved: dict[str, str] = {}
     for ref, ref_keys in keys.items():
         found = [r for r in visible if r.node_id.split(":", 1)[1] in ref_keys]

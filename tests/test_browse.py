@@ -93,3 +93,19 @@ async def test_a_page_links_what_it_may_and_counts_the_rest(graph: Runtime) -> N
 async def test_a_cursor_it_did_not_give_out_is_refused(graph: Runtime) -> None:
     with pytest.raises(ValidationError, match="nextCursor"):
         await browse.page(graph, "not base64 !!")
+
+
+async def test_a_path_policy_hides_a_document_from_listings(graph: Runtime) -> None:
+    """A policy selecting files by path (not by GOVERNED_BY edge) applies to browse listings
+    as to every read: the denied document is neither listed nor named, only counted."""
+    rule = PolicyRule(effect="deny", paths=("docs/03.md",))
+    await graph.store.append(
+        graph.scope, "policy:legal", [PolicyDefined(policy_id="policy:legal", name="x", rule=rule)]
+    )
+    page = await browse.page(graph)
+
+    assert "document:docs/03.md" not in [e.node_id for e in page.entries]
+    assert "Doc 3" not in [e.name for e in page.entries]
+    assert page.excluded_by_policy == 2  # apiobject:secret and docs/03.md
+    completions = await browse.complete_ids(graph, "document:docs/0")
+    assert "document:docs/03.md" not in completions and "document:docs/04.md" in completions

@@ -97,7 +97,9 @@ async def musts_for(
     for s in candidates:
         if len(chosen) == MAX_MUSTS:
             break
-        verdict = gov.verdict("Directive", s.row.labels, governing.get(s.row.node_id, ()))
+        verdict = gov.verdict(
+            "Directive", s.row.labels, governing.get(s.row.node_id, ()), s.row.node_id
+        )
         if verdict.denied_by or verdict.redacted_by:
             continue  # a rule a policy withholds is left out, like a denied node
         d = GraphDirective(s.row.node_id, s.row.text, s.row.source)

@@ -268,7 +268,9 @@ def _fit(
     Each candidate is decided by the policies once; a denied one is only counted."""
     admitted: list[tuple[Scored, bool]] = []
     for s in eligible:
-        verdict = gov.admit(DIRECTIVE, s.row.labels, governing.get(s.row.node_id, ()))
+        verdict = gov.admit(
+            DIRECTIVE, s.row.labels, governing.get(s.row.node_id, ()), s.row.node_id
+        )
         if not verdict.denied:
             admitted.append((s, not verdict.redacted))
     musts = [a for a in admitted if a[0].row.strength == "MUST"][:PROTECTED_MUSTS]

@@ -29,12 +29,13 @@ class Governance:
         node_type: str,
         labels: Iterable[str],
         governed_by: Sequence[str],
-        node_id: str = "",
+        node_id: str,
     ) -> NodeVerdict:
         """Decide one node. Deny wins over redact; allow_actions only adds permissions.
 
-        ``node_id`` lets path-glob and node-id selectors see the node (without it only edges,
-        types, labels and scopes apply)."""
+        ``node_id`` is required: path-glob and node-id selectors need it, and a caller that
+        left it out let a policy selecting files by path pass the nodes it denies (browse
+        listings, served directives, URI completion)."""
         verdict = NodeVerdict()
         for policy, _ in self.applicable(node_type, labels, governed_by, node_id):
             effect = policy.rule.effect
@@ -51,7 +52,7 @@ class Governance:
         node_type: str,
         labels: Iterable[str],
         governed_by: Sequence[str],
-        node_id: str = "",
+        node_id: str,
     ) -> list[tuple[Policy, str]]:
         """The policies that apply to one node and how each reaches it: ``GOVERNED_BY edge``
         or the selector in words (``path docs/legal/**``, ``label secret``, ``scope project``).
@@ -72,7 +73,7 @@ class Governance:
         node_type: str,
         labels: Iterable[str],
         governed_by: Sequence[str],
-        node_id: str = "",
+        node_id: str,
     ) -> NodeVerdict:
         """Decide one node and count the decision (call once per distinct node)."""
         verdict = self.verdict(node_type, labels, governed_by, node_id)

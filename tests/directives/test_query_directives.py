@@ -375,6 +375,50 @@ async def test_a_policy_attached_to_one_directive_applies_at_once(rules: Runtime
     assert len(after.directives) == len(before.directives) - 1
 
 
+async def test_a_policy_selecting_a_rule_file_by_path_hides_its_directives(
+    rules: Runtime,
+) -> None:
+    ask = {"task": "add a migration", "paths": ["migrations/versions/0013_x.py"]}
+    before = await query_directives(rules, **ask)
+    hidden_file = before.directives[0]["file"]
+    rule = PolicyRule(effect="deny", paths=(hidden_file,))
+    await rules.store.append(
+        rules.scope,
+        "policy:hide-file",
+        [PolicyDefined(policy_id="policy:hide-file", name="hide a rule file", rule=rule)],
+    )
+
+    after = await query_directives(rules, **ask)
+
+    assert hidden_file not in {d["file"] for d in after.directives}
+    assert after.excluded_by_policy >= sum(d["file"] == hidden_file for d in before.directives)
+
+
+async def test_a_context_graph_leaves_out_the_musts_of_a_rule_file_a_policy_denies(
+    rules: Runtime,
+) -> None:
+    from kg.context.service import build_context_graph, parse_request
+
+    path = "migrations/versions/0001_event_store.py"
+    rule = PolicyRule(effect="deny", paths=(".cursor/rules/migrations.mdc",))
+    await rules.store.append(
+        rules.scope,
+        "file:0001",
+        [
+            NodeAsserted(node_id="file:0001", node_type="File", name=path,
+                         properties={"path": path}),
+            PolicyDefined(policy_id="policy:hide-mdc", name="hide a rule file", rule=rule),
+        ],
+    )  # fmt: skip
+    await rules.catch_up()
+
+    graph = await build_context_graph(rules, parse_request(anchors=["file:0001"]))
+
+    sources = {d["source"].split(":")[0] for d in graph.to_dict()["directives"]}
+    assert sources == {"docs/rules/event-store.md"}
+    assert "migrations.mdc" not in graph.rendering
+
+
 async def test_a_bad_rules_file_is_reported_and_skipped_and_the_rest_is_ingested(
     runtime: Runtime,
 ) -> None:
