@@ -23,6 +23,7 @@ came back, tokens (characters / 4) of the rendering and of the JSON structured r
 max), and latency p50/p95 in ms. ``--json FILE`` writes every question's returned ids too.
 
 Run: python bench/bench_quality.py [--budgets 400 800 1600] [--modes semantic search bm25]
+     [--root DIR --questions FILE --corpus NAME]  (a held-out corpus: ROOT/NAME/...)
      [--corpus fieldnote lumen] [--subset N] [--runs R] [--json FILE] [--embedder minilm]
 """
 
@@ -462,10 +463,12 @@ def tag_table(
 
 async def run_corpus(
     url: str, corpus: str, questions: Sequence[Question], methods: Sequence[str], runs: int,
-    embedder: EmbeddingProvider,
+    embedder: EmbeddingProvider, root: Path = QUALITY,
 ) -> tuple[dict[str, int], list[Outcome], float]:  # fmt: skip
-    root = QUALITY / corpus
-    settings = Settings(database_url=url, scope=Scope("quality", corpus), project_root=root)
+    """Ingest ``root / corpus`` into ``url`` and put every question through every method."""
+    settings = Settings(
+        database_url=url, scope=Scope("quality", corpus), project_root=root / corpus
+    )
     async with open_runtime(settings, url=url, embedder=embedder) as rt:
         start = time.perf_counter()
         sizes = await ingest_corpus(rt)
@@ -475,18 +478,19 @@ async def run_corpus(
     return sizes, outcomes, ingest_s
 
 
-def ingest_fingerprint(embedder: EmbeddingProvider) -> str:
+def ingest_fingerprint(embedder: EmbeddingProvider, root: Path = QUALITY) -> str:
     """What the ingested graph depends on: the corpora, the write and projection code, the
     embedder. A kept database (``--reuse``) is reused only while this is unchanged, so a
     ranking change reruns in seconds and an ingest change is never measured on a stale graph."""
     import hashlib
 
-    root = HERE.parent
     digest = hashlib.sha256(embedder.model_id.encode())
-    for folder in ("kg/ingest", "kg/projections", "kg/embeddings", "kg/events", "bench/quality"):
-        for path in sorted((root / folder).rglob("*")):
+    code = HERE.parent
+    folders = [code / f for f in ("kg/ingest", "kg/projections", "kg/embeddings", "kg/events")]
+    for folder in [*folders, root]:
+        for path in sorted(folder.rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts:
-                digest.update(str(path.relative_to(root)).encode())
+                digest.update(str(path.relative_to(folder.parent)).encode())
                 digest.update(path.read_bytes())
     return digest.hexdigest()[:12]
 
@@ -498,18 +502,21 @@ def database_for(args: argparse.Namespace, embedder: EmbeddingProvider) -> tuple
 
     if not args.reuse:
         return fresh_database(), None
-    name = f"kg_quality_{ingest_fingerprint(embedder)}"
+    name = f"kg_quality_{ingest_fingerprint(embedder, args.root)}"
     url, complete = kept_database(name)
     if not complete:
-        asyncio.run(ingest_all(url, args.corpus, embedder))
+        asyncio.run(ingest_all(url, args.corpus, embedder, args.root))
         mark_complete(url, name)
     return scratch_copy(url), name
 
 
-async def ingest_all(url: str, corpora: Sequence[str], embedder: EmbeddingProvider) -> None:
+async def ingest_all(
+    url: str, corpora: Sequence[str], embedder: EmbeddingProvider, root: Path = QUALITY
+) -> None:
     for corpus in corpora:
-        root = QUALITY / corpus
-        settings = Settings(database_url=url, scope=Scope("quality", corpus), project_root=root)
+        settings = Settings(
+            database_url=url, scope=Scope("quality", corpus), project_root=root / corpus
+        )
         async with open_runtime(settings, url=url, embedder=embedder) as rt:
             await ingest_corpus(rt)
 
@@ -517,7 +524,7 @@ async def ingest_all(url: str, corpora: Sequence[str], embedder: EmbeddingProvid
 async def main(args: argparse.Namespace, embedder: EmbeddingProvider, url: str) -> None:
     from common import machine
 
-    questions = subset(load_questions(corpora=args.corpus), args.subset)
+    questions = subset(load_questions(args.questions, corpora=args.corpus), args.subset)
     methods = methods_for(args.modes, args.budgets)
     all_outcomes: list[Outcome] = []
     print(f"Machine: {machine()}; embedder {embedder.model_id}\n")
@@ -525,7 +532,9 @@ async def main(args: argparse.Namespace, embedder: EmbeddingProvider, url: str) 
         qs = [q for q in questions if q.corpus == corpus]
         if not qs:
             continue
-        sizes, outcomes, ingest_s = await run_corpus(url, corpus, qs, methods, args.runs, embedder)
+        sizes, outcomes, ingest_s = await run_corpus(
+            url, corpus, qs, methods, args.runs, embedder, args.root
+        )
         multi = sum(len(q.gold) > 1 for q in qs)
         print(
             f"- {corpus}: {sizes['files']} files ingested, {sizes['sections']:,} sections, "
@@ -566,7 +575,16 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--budgets", type=int, nargs="+", default=list(BUDGETS))
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
-    parser.add_argument("--corpus", nargs="+", default=list(CORPORA), choices=CORPORA)
+    parser.add_argument(
+        "--root", type=Path, default=QUALITY,
+        help="folder holding one folder per corpus (default: the benchmark's own, "
+        "bench/quality); a held-out check points it at a corpus nobody here wrote",
+    )  # fmt: skip
+    parser.add_argument(
+        "--questions", type=Path, default=None,
+        help="questions and gold sections (default: ROOT/questions.yaml)",
+    )  # fmt: skip
+    parser.add_argument("--corpus", nargs="+", default=list(CORPORA))
     parser.add_argument("--subset", type=int, default=None, help="N questions spread evenly")
     parser.add_argument("--runs", type=int, default=1, help="repeat each call for latency")
     parser.add_argument("--embedder", default="minilm", help="KG_EMBEDDER (default minilm)")
@@ -578,6 +596,12 @@ if __name__ == "__main__":
         "the ingest code are unchanged (ranking changes rerun in seconds)",
     )
     cli = parser.parse_args()
+    cli.questions = cli.questions or cli.root / "questions.yaml"
+    for name in cli.corpus:
+        if not (cli.root / name).is_dir():
+            parser.error(f"corpus {name!r}: no folder {cli.root / name} (see --root)")
+    if not cli.questions.is_file():
+        parser.error(f"no questions file {cli.questions} (see --questions)")
     os.environ.setdefault("KG_EMBEDDER", cli.embedder)
     provider = provider_from_config(cli.embedder)
     provider.embed(["warm up"])
