@@ -35,6 +35,7 @@ from kg.context.staleness import STALE_FACTOR, stale_status, successors
 from kg.embeddings.base import EmbeddingProvider
 from kg.embeddings.cache import query_vector
 from kg.errors import NotFoundError, ValidationError
+from kg.ingest.model import PARENT_OF
 from kg.policies.evaluate import Governance
 from kg.policies.model import NodeVerdict, Policy
 from kg.projections.graph_reader import EdgeRow, NodeRow
@@ -77,7 +78,7 @@ FUSION_DEPTH = 3
 CONNECTOR_EDGE = "MENTIONS"
 
 # A wider build brings the small families of its best matches (ContextBuilder._families).
-FAMILY_EDGE = "PARENT_OF"
+FAMILY_EDGE = PARENT_OF
 FAMILY_BUDGET = 1200
 FAMILY_SEEDS = 3
 FAMILY_SIZE = 5
@@ -138,7 +139,7 @@ class ContextBuilder:
         if req.mode == "policy_first":
             allowed_filter = await self._add_governing_policies(reached, denied, governance)
 
-        await self._families(req, reached, denied, governance)
+        await self._families(req, reached, denied, governance, {n for n, _, _ in semantic})
         depth = await self._expand(req, reached, denied, governance, as_of_time, allowed_filter)
         left_out = await self._supersede(req, reached, denied, governance)
         if left_out:
@@ -210,7 +211,12 @@ class ContextBuilder:
         return reached, denied
 
     async def _families(
-        self, req: ContextRequest, reached: dict[str, _Reached], denied: set[str], gov: Governance
+        self,
+        req: ContextRequest,
+        reached: dict[str, _Reached],
+        denied: set[str],
+        gov: Governance,
+        matches: set[str],
     ) -> None:
         """A wider build (``token_budget`` >= FAMILY_BUDGET) also brings the small family of
         each of its best FAMILY_SEEDS matches: the other sections under the same heading, when
@@ -231,7 +237,7 @@ class ContextBuilder:
         ):
             return
         best = sorted(
-            (r for r in reached.values() if r.hop == 0 and r.reason.startswith("match")),
+            (reached[n] for n in matches if n in reached and n not in req.anchors),
             key=lambda r: (-round(r.score, 9), r.row.node_id),
         )[:FAMILY_SEEDS]
         seeds = {r.row.node_id: r for r in best}
