@@ -57,6 +57,8 @@ class Governance:
         """The policies that apply to one node and how each reaches it: ``GOVERNED_BY edge``
         or the selector in words (``path docs/legal/**``, ``label secret``, ``scope project``).
         What ``kg policy explain`` shows a person; an agent only ever gets counts."""
+        if not self.policies:  # most projects have none: every node is decided at once
+            return []
         labels = tuple(labels)
         path = node_path(node_id) or ""
         found = [(self.policies[p], "GOVERNED_BY edge") for p in governed_by if p in self.policies]

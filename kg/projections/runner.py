@@ -77,7 +77,8 @@ SELECT name, position, set_config('synchronous_commit', 'off', true) FROM projec
 _BEHIND = """
 SELECT h.tenant_id, h.position AS head,
        CASE WHEN count(c.name) < cardinality($1::text[]) THEN 0
-            ELSE min(c.position) END AS seen
+            ELSE min(c.position) END AS seen,
+       count(c.name) < cardinality($1::text[]) AS missing
   FROM kg_chain_heads h
   LEFT JOIN projection_checkpoints c ON c.tenant_id = h.tenant_id AND c.name = ANY($1::text[])
  WHERE $2::text IS NULL OR h.tenant_id = $2
@@ -156,6 +157,8 @@ class _Behind:
     head: int
     seen: int
     until: int | None
+    #: some selected projection has no checkpoint row for this tenant yet
+    missing: bool = False
 
 
 # Once a runner has applied this many events to a projection since its last ANALYZE (in one
@@ -291,7 +294,7 @@ class ProjectionRunner:
         rows = await conn.fetch(_BEHIND, [p.name for p in selected], tenant_id)
         behind = [
             _Behind(r["tenant_id"], r["head"] if until is None else min(r["head"], until),
-                    r["seen"], until)
+                    r["seen"], until, r["missing"])
             for r in rows
         ]  # fmt: skip
         return [b for b in behind if b.head > b.seen]
@@ -331,7 +334,9 @@ class ProjectionRunner:
             behind = await self._behind(conn, selected, tenant_id, until)
             if not behind and not bulk:
                 return 0  # the common case before every command and tool call
-            await self._ensure_rows(conn, [b.tenant_id for b in behind])
+            missing = [b.tenant_id for b in behind if b.missing]
+            if missing:  # a tenant's first catch-up (or a projection added since)
+                await self._ensure_rows(conn, missing)
             if bulk is None:
                 # A long way behind (a backfill, a restore), dropping indexes that are cheaper
                 # to build once than to update row by row pays for itself.
@@ -436,6 +441,10 @@ class ProjectionRunner:
                         break
                     applied += n
                     progress.add(name, n)
+                    if ahead is None:
+                        # The batch reached the head as its read saw it (no read ahead was
+                        # started): another transaction would only find nothing to do.
+                        break
             finally:
                 if ahead is not None:
                     await ahead.discard()
@@ -446,6 +455,7 @@ class ProjectionRunner:
 
     async def _read(
         self,
+        conn: asyncpg.Connection,
         tenant_id: str,
         start: int,
         limit: int,
@@ -461,7 +471,7 @@ class ProjectionRunner:
             return await ahead.task
         if ahead is not None:
             await ahead.discard()
-        return await self._read_batch(tenant_id, start, limit, types, until)
+        return await self._read_batch(tenant_id, start, limit, types, until, conn)
 
     async def _read_batch(
         self,
@@ -470,44 +480,51 @@ class ProjectionRunner:
         limit: int,
         types: list[str] | None,
         until: int | None,
+        conn: asyncpg.Connection | None = None,
     ) -> _Batch:
         """The tenant's next ``limit`` log positions. With ``types``, only those events are
         fetched and decoded, the next ``limit`` of them within ``SKIP_SPAN`` times as many
         positions: a tenant's positions are commit-ordered, so every position up to its head
         read first is committed, and a range of positions is complete without reading the
-        events the projections skip."""
-        async with self._pool.acquire() as conn:
-            erased = 0
-            if self.recent is None:
-                head = await log_head(conn, tenant_id)
-            else:
-                head, erased = await conn.fetchrow(_HEAD_AND_ERASURE, tenant_id)
-            end = min(start + limit, head)
-            if end <= start:
-                return _Batch(start, start, [])
-            if types is not None and self.recent is None:
-                last = head if until is None else min(head, until)
-                upper = min(start + limit * SKIP_SPAN, last)
-                rows = await conn.fetch(_READ_TYPES, tenant_id, start, upper, types, limit)
-                full = len(rows) == limit
-                end = rows[-1][0] if full else upper  # (position is the first column)
-                with collector_paused():
-                    events = [record_from_row(r) for r in rows]
-                return _Batch(start, end, events, more=end < last)
-            # Content erased since (a ContentErased after the range's start) may be in the
-            # window still: the log is read then.
-            held = (
-                None
-                if self.recent is None or erased > start
-                else self.recent.take(tenant_id, start, end, types)
-            )
-            more = end - start == limit
-            if held is not None:
-                return _Batch(start, end, held, more)
-            if types is None:
-                rows = await conn.fetch(_READ_RANGE, tenant_id, start, end)
-            else:
-                rows = await conn.fetch(_READ_TYPES, tenant_id, start, end, types, limit)
+        events the projections skip.
+
+        On ``conn`` (the batch's own transaction, READ COMMITTED: each statement sees what is
+        committed) when given; a read ahead, which runs beside that transaction, takes a
+        connection of its own."""
+        if conn is None:
+            async with self._pool.acquire() as own:
+                return await self._read_batch(tenant_id, start, limit, types, until, own)
+        erased = 0
+        if self.recent is None:
+            head = await log_head(conn, tenant_id)
+        else:
+            head, erased = await conn.fetchrow(_HEAD_AND_ERASURE, tenant_id)
+        end = min(start + limit, head)
+        if end <= start:
+            return _Batch(start, start, [])
+        if types is not None and self.recent is None:
+            last = head if until is None else min(head, until)
+            upper = min(start + limit * SKIP_SPAN, last)
+            rows = await conn.fetch(_READ_TYPES, tenant_id, start, upper, types, limit)
+            full = len(rows) == limit
+            end = rows[-1][0] if full else upper  # (position is the first column)
+            with collector_paused():
+                events = [record_from_row(r) for r in rows]
+            return _Batch(start, end, events, more=end < last)
+        # Content erased since (a ContentErased after the range's start) may be in the
+        # window still: the log is read then.
+        held = (
+            None
+            if self.recent is None or erased > start
+            else self.recent.take(tenant_id, start, end, types)
+        )
+        more = end - start == limit
+        if held is not None:
+            return _Batch(start, end, held, more)
+        if types is None:
+            rows = await conn.fetch(_READ_RANGE, tenant_id, start, end)
+        else:
+            rows = await conn.fetch(_READ_TYPES, tenant_id, start, end, types, limit)
         with collector_paused():
             return _Batch(start, end, [record_from_row(r) for r in rows], more)
 
@@ -529,7 +546,7 @@ class ProjectionRunner:
             if limit <= 0:
                 return 0, None
             types = _event_types(selected)
-            batch = await self._read(tenant_id, start, limit, types, until, ahead)
+            batch = await self._read(conn, tenant_id, start, limit, types, until, ahead)
             end = batch.end
             if end == start:
                 return 0, None

@@ -1,0 +1,50 @@
+"""The directive catalogue (:mod:`kg.read.directives`) is read once and kept while only other
+calls' records follow it, and read again as soon as a rule changes."""
+
+from __future__ import annotations
+
+from kg.directives.service import query_directives
+from kg.ingest.service import ingest_paths
+from kg.read import directives as catalogue
+from kg.runtime import Runtime
+
+
+async def load(rt: Runtime) -> catalogue.Catalogue:
+    async with rt.reader().snapshot() as snap:
+        return await catalogue.load(snap, id(rt.app_pool))
+
+
+async def test_calls_in_between_keep_the_rows_and_a_changed_rule_reads_them_again(
+    runtime: Runtime,
+) -> None:
+    agents = runtime.settings.project_root / "AGENTS.md"
+    agents.write_text("# Rules\n\n- Never commit secrets to git.\n- Always run ruff check.\n")
+    await ingest_paths(runtime, None)
+    first = await load(runtime)
+    await query_directives(runtime, task="commit the change")  # appends DirectivesServed
+    await query_directives(runtime, task="run the linter")
+    kept = await load(runtime)
+    assert kept.rows is first.rows, "records of served rules change no directive"
+    assert kept.position > first.position, "the as-of position still follows the log"
+
+    agents.write_text("# Rules\n\n- Never commit secrets or tokens to git.\n")
+    await ingest_paths(runtime, None)
+    changed = await load(runtime)
+    assert [r.text for r in changed.rows] == ["Never commit secrets or tokens to git."]
+    served = await query_directives(runtime, task="commit secrets to git")
+    assert [d["text"] for d in served.directives] == ["Never commit secrets or tokens to git."]
+
+
+async def test_a_node_of_another_type_reads_the_marker_and_keeps_the_rows(
+    runtime: Runtime,
+) -> None:
+    root = runtime.settings.project_root
+    (root / "AGENTS.md").write_text("# Rules\n\n- Never commit secrets to git.\n")
+    await ingest_paths(runtime, None)
+    first = await load(runtime)
+    (root / "docs").mkdir()
+    (root / "docs" / "guide.md").write_text("# Guide\n\nHow the parts fit together.\n")
+    await ingest_paths(runtime, None)
+    again = await load(runtime)
+    assert again.rows is first.rows, "no directive changed: the marker says so"
+    assert again.position > first.position
