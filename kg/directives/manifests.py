@@ -4,13 +4,21 @@
 ``Gemfile``, ``pom.xml`` and ``build.gradle`` are read from the project root and from the
 folders of the files in play (up to the root). A manifest that cannot be read or parsed is
 skipped with a note in the evidence: detection never fails on one.
+
+Every ``query_directives`` call detects, so what a folder holds and what a manifest depends on
+are kept per process and looked at again when the folder's or the file's modification time
+changes (one ``stat`` per folder and per manifest instead of one per possible manifest name).
+Like git's index, an entry younger than :data:`SETTLED` seconds is not kept: a change within
+the same tick of the file system's clock would not move its time.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import posixpath
 import re
+import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,11 +74,9 @@ def read_technologies(root: Path, paths: list[str], *, manifests: bool = True) -
         if ext in EXTENSIONS:
             found.add_language(EXTENSIONS[ext], f"file {path}")
     for folder in sorted(folders) if manifests else ():
-        for name in MANIFESTS:
+        for name in _present(os.path.join(root, folder)):
             rel = posixpath.join(folder, name) if folder else name
             full = root / rel
-            if not full.is_file():
-                continue
             found.add_language(_LANGUAGE[name], f"manifest {rel}")
             for dep in _dependencies(full, name):
                 framework = FRAMEWORKS.get(dep.casefold())
@@ -81,7 +87,51 @@ def read_technologies(root: Path, paths: list[str], *, manifests: bool = True) -
     return found
 
 
+SETTLED = 2.0
+_folders: dict[str, tuple[int, tuple[str, ...]]] = {}  # folder -> (mtime, manifests in it)
+_parsed: dict[str, tuple[int, int, list[str]]] = {}  # manifest -> (mtime, size, dependencies)
+_KEEP = 4096
+
+
+def _settled(mtime_ns: int) -> bool:
+    return time.time() - mtime_ns / 1e9 > SETTLED
+
+
+def _present(folder: str) -> tuple[str, ...]:
+    """The manifest names that are files in ``folder``, in :data:`MANIFESTS` order."""
+    try:
+        mtime = os.stat(folder).st_mtime_ns
+    except OSError:
+        return ()
+    kept = _folders.get(folder)
+    if kept is not None and kept[0] == mtime:
+        return kept[1]
+    names = tuple(n for n in MANIFESTS if os.path.isfile(os.path.join(folder, n)))
+    if _settled(mtime):
+        if len(_folders) >= _KEEP:
+            _folders.clear()
+        _folders[folder] = (mtime, names)
+    return names
+
+
 def _dependencies(path: Path, name: str) -> list[str]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return []
+    key = str(path)
+    kept = _parsed.get(key)
+    if kept is not None and kept[:2] == (st.st_mtime_ns, st.st_size):
+        return kept[2]
+    found = _read_dependencies(path, name)
+    if _settled(st.st_mtime_ns):
+        if len(_parsed) >= _KEEP:
+            _parsed.clear()
+        _parsed[key] = (st.st_mtime_ns, st.st_size, found)
+    return found
+
+
+def _read_dependencies(path: Path, name: str) -> list[str]:
     try:
         text = path.read_text(encoding="utf-8", errors="replace")[:1_000_000]
         if name == "pyproject.toml":

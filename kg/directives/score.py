@@ -84,6 +84,11 @@ class Scored:
 def applicable(row: DirectiveRow, ctx: TaskContext) -> bool:
     if row.globs and ctx.paths and not _glob_hit(row, ctx):
         return False
+    return _fits(row, ctx)
+
+
+def _fits(row: DirectiveRow, ctx: TaskContext) -> bool:
+    """The rest of :func:`applicable`: languages, frameworks and a strict layer."""
     if row.languages and ctx.languages and not row.languages & ctx.languages:
         return False
     if row.frameworks and ctx.frameworks and not row.frameworks & ctx.frameworks:
@@ -115,6 +120,7 @@ class RowIndex:
     topics_of: npt.NDArray[np.intp]  # row -> its topic set
     strength_of: npt.NDArray[np.intp]  # row -> index in STRENGTHS (len(STRENGTHS): other)
     always: npt.NDArray[np.bool_]  # row -> its rule file says alwaysApply
+    severity: npt.NDArray[np.float64]  # row -> its severity term (see Scorer._scored)
 
 
 def _group_key(row: DirectiveRow) -> tuple[object, ...]:
@@ -150,9 +156,32 @@ def row_index(cat: Catalogue) -> RowIndex:
         topics_of=np.array(topics_of, dtype=np.intp),
         strength_of=np.array(strength_of, dtype=np.intp),
         always=np.array([r.always_apply for r in cat.rows], dtype=np.bool_),
+        severity=np.array([_severity(r) for r in cat.rows], dtype=np.float64),
     )
     cat.memo["score.RowIndex"] = index
     return index
+
+
+def _severity(row: DirectiveRow) -> float:
+    return SEVERITIES.get(row.severity or "", STRENGTH_WEIGHT.get(row.strength, 0.6))
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """The directives one call serves, best first (score, then id). Each is scored in full
+    (:class:`Scored`, with its terms) only when asked: a call serves about 15 of the 160 or
+    so that clear their bar at 5,000 directives."""
+
+    rows: list[DirectiveRow]
+    scores: list[float]  # each row's whole score, rounded as Scored.score is
+    _terms: list[tuple[_Group, float, float]]  # its group's terms, topic overlap, similarity
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def scored(self, i: int) -> Scored:
+        group, topics, similarity = self._terms[i]
+        return Scorer._scored(self.rows[i], group, topics, similarity)
 
 
 class Scorer:
@@ -164,6 +193,7 @@ class Scorer:
         self.ctx = ctx
         self.strong = ctx.strong_topics
         self._groups: dict[tuple[object, ...], _Group] = {}
+        self._globs: dict[tuple[str, ...], bool] = {}
 
     def _group(self, row: DirectiveRow) -> _Group:
         key = _group_key(row)
@@ -172,9 +202,19 @@ class Scorer:
             found = self._groups[key] = self._work_out(row)
         return found
 
+    def _glob_hit(self, row: DirectiveRow) -> bool:
+        """Whether a file in play matches the row's globs (the sections of one rule file, and
+        often many files, share their globs: each set is matched once per call)."""
+        hit = self._globs.get(row.globs)
+        if hit is None:
+            hit = self._globs[row.globs] = _glob_hit(row, self.ctx)
+        return hit
+
     def _work_out(self, row: DirectiveRow) -> _Group:
         ctx = self.ctx
-        if not applicable(row, ctx):
+        if row.globs and ctx.paths and not self._glob_hit(row):
+            return (False, 0.0, 0.0, 0.0)
+        if not _fits(row, ctx):
             return (False, 0.0, 0.0, 0.0)
         authority = max(
             (ctx.topic_confidence.get(t, 1.0) for t in row.authoritative_for & ctx.topics),
@@ -186,7 +226,7 @@ class Scorer:
                 condition = max(condition, len(wanted & ctx.words) / len(wanted))
         if any(topics <= self.strong for topics in row.condition_topics):
             condition = max(condition, TOPIC_CONDITION)
-        if row.globs and ctx.paths and _glob_hit(row, ctx):
+        if row.globs and ctx.paths and self._glob_hit(row):
             layer = 1.0
         elif not row.layers or WILDCARD in row.layers:
             # An unscoped rule covers every layer like ``*``. It counted 0.5 until session 7,
@@ -221,24 +261,36 @@ class Scorer:
         bars: dict[str, float],
         default_bar: float,
     ) -> list[Scored]:
-        """The directives of ``cat`` that are served: applicable, and with a relevance that
-        reaches their strength's bar (``bars``, else ``default_bar``), or ``alwaysApply``.
+        """:meth:`rank`, each directive scored in full."""
+        ranked = self.rank(cat, query, bars, default_bar)
+        return [ranked.scored(i) for i in range(len(ranked))]
 
-        The same numbers as :meth:`relevance` row by row, in arrays: a group's and a topic
-        set's terms once each, and the (embedding) similarity only for the rows it could
-        lift over their bar."""
+    def rank(
+        self,
+        cat: Catalogue,
+        query: npt.NDArray[np.float32] | None,
+        bars: dict[str, float],
+        default_bar: float,
+    ) -> Ranked:
+        """The directives of ``cat`` that are served, best first: applicable, and with a
+        relevance that reaches their strength's bar (``bars``, else ``default_bar``), or
+        ``alwaysApply``.
+
+        The same numbers as :meth:`relevance` and :meth:`score` row by row, in arrays: a
+        group's and a topic set's terms once each, and the (embedding) similarity only for
+        the rows it could lift over their bar."""
         if not cat.rows:
-            return []
+            return Ranked([], [], [])
         index = row_index(cat)
         w = WEIGHTS
-        group_terms = [self._group(row) for row in index.groups]
-        group_part = np.array(
-            [
-                w["authority"] * a + w["condition"] * c + w["layer"] * lay if ok else -np.inf
-                for ok, a, c, lay in group_terms
-            ],
-            dtype=np.float64,
-        )
+        group_terms = [self._work_out(row) for row in index.groups]  # each group once
+        terms = np.array([g[1:] for g in group_terms], dtype=np.float64)  # a, c, layer
+        authority, condition, layer = terms[:, 0], terms[:, 1], terms[:, 2]
+        ok = np.array([g[0] for g in group_terms], dtype=np.bool_)
+        group_part = np.where(
+            ok, w["authority"] * authority + w["condition"] * condition + w["layer"] * layer,
+            -np.inf,
+        )  # fmt: skip
         wanted = np.zeros(len(index.topic_vocab), dtype=np.float64)
         for topic in self.ctx.topics:
             if topic in index.topic_vocab:
@@ -249,22 +301,39 @@ class Scorer:
         base = group_part[index.group_of] + w["topics"] * topic_part[index.topics_of]
         bar_of = np.array([bars.get(s, default_bar) for s in STRENGTHS] + [default_bar])
         bar = bar_of[index.strength_of]
-        applicable_rows = np.isfinite(base)
         candidates = np.flatnonzero(
-            applicable_rows & ((base + w["semantic"] >= bar) | index.always)
+            np.isfinite(base) & ((base + w["semantic"] >= bar) | index.always)
         )
         sims = similarities(
             None if cat.vectors is None else cat.vectors[candidates], query, len(candidates)
         ).astype(np.float64)
         relevance = base[candidates] + w["semantic"] * np.maximum(sims, 0.0)
         served = (relevance >= bar[candidates]) | index.always[candidates]
-        rows = cat.rows
-        group_of, topics_of = index.group_of.tolist(), index.topics_of.tolist()
-        jaccard = topic_part.tolist()
-        return [
-            self._scored(rows[i], group_terms[group_of[i]], jaccard[topics_of[i]], sim)
-            for i, sim in zip(candidates[served].tolist(), sims[served].tolist(), strict=True)
-        ]
+        chosen, sims = candidates[served], sims[served]
+        # The whole score as Scorer._scored adds it up: its rounded terms in the same order
+        # (the order of the result; the row order breaks ties, and rows are by id).
+        g = index.group_of[chosen]
+        topics = np.round(topic_part[index.topics_of[chosen]], 4)
+        semantic = np.round(np.maximum(sims, 0.0), 4)
+        total = np.round(
+            0 + w["authority"] * authority[g] + w["condition"] * np.round(condition[g], 4)
+            + w["layer"] * layer[g] + w["topics"] * topics
+            + w["severity"] * index.severity[chosen] + w["semantic"] * semantic,
+            4,
+        )  # fmt: skip
+        order = np.lexsort((chosen, -total))
+        rows, jaccard = cat.rows, topic_part.tolist()
+        picked = chosen[order].tolist()
+        groups = index.group_of.tolist()
+        topics_of = index.topics_of.tolist()
+        return Ranked(
+            [rows[i] for i in picked],
+            total[order].tolist(),
+            [
+                (group_terms[groups[i]], jaccard[topics_of[i]], sim)
+                for i, sim in zip(picked, sims[order].tolist(), strict=True)
+            ],
+        )
 
     def score(self, row: DirectiveRow, similarity: float) -> Scored:
         """The whole score with each term (for the directives that are served)."""
@@ -275,7 +344,7 @@ class Scorer:
     @staticmethod
     def _scored(row: DirectiveRow, group: _Group, topics: float, similarity: float) -> Scored:
         _, authority, condition, layer = group
-        severity = SEVERITIES.get(row.severity or "", STRENGTH_WEIGHT.get(row.strength, 0.6))
+        severity = _severity(row)
         condition, topics = round(condition, 4), round(topics, 4)
         semantic = round(max(0.0, similarity), 4)
         parts = {"authority": authority, "condition": condition, "layer": layer,

@@ -21,6 +21,7 @@ from kg.directives.model import DIRECTIVE, STRENGTHS, layer_name
 from kg.directives.score import (
     MIN_RELEVANCE,
     STRENGTH_MARGIN,
+    Ranked,
     Scored,
     Scorer,
     TaskContext,
@@ -35,6 +36,7 @@ from kg.ingest.schema_map import load_schema_map
 from kg.policies.evaluate import Governance
 from kg.policies.model import REDACTED_NAME
 from kg.read import directives as directive_rows
+from kg.read.directives import DirectiveRow
 from kg.runtime import Runtime
 from kg.validation import check_text, check_texts, clip
 
@@ -180,10 +182,13 @@ async def query_directives(
         if not cat.rows:
             raise NotFoundError(NO_DIRECTIVES)
         bars = {k: MIN_RELEVANCE + margin for k, margin in STRENGTH_MARGIN.items()}
-        scored = Scorer(ctx).select(cat, vector, bars, MIN_RELEVANCE)
-        eligible = sorted(scored, key=lambda s: (-s.score, s.row.node_id))
+        eligible = Scorer(ctx).rank(cat, vector, bars, MIN_RELEVANCE)
         gov = (await snap.governed()).governance
-        governing = await directive_rows.governed_by(snap, [s.row.node_id for s in eligible])
+        governing = (
+            {}  # no policy to decide by them
+            if gov.admits_everything
+            else await directive_rows.governed_by(snap, [r.node_id for r in eligible.rows])
+        )
     served, cut, _ = _fit(eligible, gov, governing, token_budget, _prefix(detected))
     redacted = sum(1 for s, shown in served if not shown)
     entries = [_entry(s, shown) for s, shown in served]
@@ -215,13 +220,13 @@ async def query_directives(
     return result
 
 
-def _line(s: Scored, shown: bool) -> str:
+def _line(row: DirectiveRow, shown: bool) -> str:
     """One checklist line; its file is the heading of its group (see :func:`render_checklist`)."""
     if not shown:
-        return f"- {REDACTED_NAME} ({s.row.node_id}, redacted by policy)"
-    if not s.row.file:
-        return f"- {s.row.text} ({s.row.source})"
-    return f"- L{s.row.line} {s.row.text}"
+        return f"- {REDACTED_NAME} ({row.node_id}, redacted by policy)"
+    if not row.file:
+        return f"- {row.text} ({row.source})"
+    return f"- L{row.line} {row.text}"
 
 
 def _tokens(text: str) -> int:
@@ -237,26 +242,26 @@ class _Cost:
         self.groups: set[tuple[str, str]] = set()
         self.strengths: set[str] = set()
 
-    def of(self, s: Scored, shown: bool) -> int:
-        cost = len(_line(s, shown)) + 1
-        if s.row.strength not in self.strengths:
-            cost += len(f"### {s.row.strength}") + 1
-        if shown and s.row.file and (s.row.strength, s.row.file) not in self.groups:
-            cost += len(s.row.file) + 2
+    def of(self, row: DirectiveRow, shown: bool) -> int:
+        cost = len(_line(row, shown)) + 1
+        if row.strength not in self.strengths:
+            cost += len(f"### {row.strength}") + 1
+        if shown and row.file and (row.strength, row.file) not in self.groups:
+            cost += len(row.file) + 2
         return cost
 
-    def add(self, s: Scored, shown: bool) -> None:
-        self.chars += self.of(s, shown)
-        self.strengths.add(s.row.strength)
-        if shown and s.row.file:
-            self.groups.add((s.row.strength, s.row.file))
+    def add(self, row: DirectiveRow, shown: bool) -> None:
+        self.chars += self.of(row, shown)
+        self.strengths.add(row.strength)
+        if shown and row.file:
+            self.groups.add((row.strength, row.file))
 
     def tokens(self, extra: int = 0) -> int:
         return (self.chars + extra + 3) // 4
 
 
 def _fit(
-    eligible: list[Scored],
+    eligible: Ranked,
     gov: Governance,
     governing: dict[str, tuple[str, ...]],
     budget: int,
@@ -265,32 +270,35 @@ def _fit(
     """The three most relevant MUSTs first (never cut), then the rest by score while they fit
     (the budget counts the checklist as rendered: lines, and the headings they bring).
 
-    Each candidate is decided by the policies once; a denied one is only counted."""
-    admitted: list[tuple[Scored, bool]] = []
-    for s in eligible:
-        verdict = gov.admit(
-            DIRECTIVE, s.row.labels, governing.get(s.row.node_id, ()), s.row.node_id
-        )
-        if not verdict.denied:
-            admitted.append((s, not verdict.redacted))
-    musts = [a for a in admitted if a[0].row.strength == "MUST"][:PROTECTED_MUSTS]
-    chosen = {id(a[0]) for a in musts}
+    Each candidate is decided by the policies once; a denied one is only counted. Only the
+    served ones are scored in full."""
+    rows = eligible.rows
+    admitted: list[tuple[int, bool]] = []
+    if gov.admits_everything:
+        admitted = [(i, True) for i in range(len(rows))]
+    else:
+        for i, row in enumerate(rows):
+            verdict = gov.admit(DIRECTIVE, row.labels, governing.get(row.node_id, ()), row.node_id)
+            if not verdict.denied:
+                admitted.append((i, not verdict.redacted))
+    musts = [a for a in admitted if rows[a[0]].strength == "MUST"][:PROTECTED_MUSTS]
+    chosen = {i for i, _ in musts}
     cost = _Cost(head)
-    for s, shown in musts:
-        cost.add(s, shown)
+    for i, shown in musts:
+        cost.add(rows[i], shown)
     served = list(musts)
     cut = 0
-    for s, shown in admitted:
-        if id(s) in chosen:
+    for i, shown in admitted:
+        if i in chosen:
             continue
-        if cost.tokens(cost.of(s, shown)) > budget:
+        if cost.tokens(cost.of(rows[i], shown)) > budget:
             cut += 1
             continue
-        served.append((s, shown))
-        cost.add(s, shown)
+        served.append((i, shown))
+        cost.add(rows[i], shown)
     order: dict[str, int] = {strength: i for i, strength in enumerate(STRENGTHS)}
-    served.sort(key=lambda a: (order.get(a[0].row.strength, 3), -a[0].score, a[0].row.node_id))
-    return served, cut, cost.tokens()
+    served.sort(key=lambda a: (order.get(rows[a[0]].strength, 3), a[0]))
+    return [(eligible.scored(i), shown) for i, shown in served], cut, cost.tokens()
 
 
 def _entry(s: Scored, shown: bool) -> dict[str, Any]:

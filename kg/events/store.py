@@ -95,7 +95,12 @@ _READ_PROJECT = (
 # Both functions are SECURITY DEFINER (migrations 0009, 0013): the application role has no other
 # way to append or move a head. The lock function locks the tenant's head row (position and
 # chain hash); the append function refuses positions or hash links that do not continue it.
-_LOCK_HEAD = "SELECT head, chain_hash FROM kg_append_lock($1)"
+# The transaction's tenant (row-level security) set and the tenant's head locked in one round
+# trip: the lock takes the tenant as set_config returns it, so the setting comes first.
+_SET_TENANT_AND_LOCK_HEAD = """
+SELECT l.head, l.chain_hash
+  FROM (SELECT set_config('kg.tenant_id', $1, true) AS tenant) t, LATERAL kg_append_lock(t.tenant) l
+"""
 
 _VERSIONS = """
 SELECT stream_id, max(stream_version) AS version FROM kg_events
@@ -582,8 +587,7 @@ async def _append_locked(
 ) -> list[AppendResult]:
     """The append itself, under the lock of the tenant's head: checks, hash chain, one insert.
     With ``kept``, the appended events are added to it as a read of the log returns them."""
-    await set_tenant(conn, scope.tenant_id)
-    head, prev_hash = await conn.fetchrow(_LOCK_HEAD, scope.tenant_id)
+    head, prev_hash = await conn.fetchrow(_SET_TENANT_AND_LOCK_HEAD, scope.tenant_id)
     if idempotency_key is not None:
         earlier = await conn.fetch(
             _FIND_IDEMPOTENT, scope.tenant_id, scope.project_id, idempotency_key

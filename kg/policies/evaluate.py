@@ -24,6 +24,11 @@ class Governance:
     applied: set[str] = field(default_factory=set)
     excluded_nodes: int = 0
 
+    @property
+    def admits_everything(self) -> bool:
+        """No policy applies here: every node is admitted as it is, and nothing is counted."""
+        return not self.policies
+
     def verdict(
         self,
         node_type: str,

@@ -72,6 +72,15 @@ SELECT name, position, set_config('synchronous_commit', 'off', true) FROM projec
  WHERE tenant_id = $1 AND name = ANY($2) ORDER BY name FOR UPDATE
 """
 
+# The checkpoints of one tenant moved over positions no selected projection reads, from where
+# they were seen only (see ProjectionRunner._skip_unread), without waiting for the WAL flush.
+_SKIP_UNREAD = """
+WITH quick AS (SELECT set_config('synchronous_commit', 'off', true))
+UPDATE projection_checkpoints c SET position = $3, updated_at = now()
+  FROM quick
+ WHERE c.tenant_id = $1 AND c.name = ANY($2::text[]) AND c.position = $4
+"""
+
 # The tenants whose log is ahead of some selected projection, with how far the slowest one has
 # got (a missing checkpoint row counts as 0). One row per tenant: the join is on tenant_id.
 _BEHIND = """
@@ -337,36 +346,69 @@ class ProjectionRunner:
             missing = [b.tenant_id for b in behind if b.missing]
             if missing:  # a tenant's first catch-up (or a projection added since)
                 await self._ensure_rows(conn, missing)
+            skipped, todo = 0, behind
+            if not bulk and until is None:
+                skipped, todo = await self._skip_unread(conn, selected, behind)
             if bulk is None:
                 # A long way behind (a backfill, a restore), dropping indexes that are cheaper
                 # to build once than to update row by row pays for itself.
-                bulk = (
-                    self.maintain_indexes and until is None and _lag(behind) >= self.bulk_threshold
-                )
+                bulk = self.maintain_indexes and until is None and _lag(todo) >= self.bulk_threshold
             if bulk:
                 for projection in selected:
                     await projection.prepare_bulk(conn)
         # A long replay keeps the collector off the objects loaded before it (gc_pause).
-        frozen = heap_frozen() if bulk or _lag(behind) >= FREEZE_AFTER else nullcontext()
+        frozen = heap_frozen() if bulk or _lag(todo) >= FREEZE_AFTER else nullcontext()
         with frozen:
             if not bulk and in_lanes:
-                applied = await self._replay_in_lanes(selected, behind, finish=False)
+                applied = await self._replay_in_lanes(selected, todo, finish=False)
             elif not bulk:
-                applied = await self._replay(selected, behind)
+                applied = await self._replay(selected, todo)
             else:
                 try:
-                    applied = await self._replay_in_lanes(selected, behind)
+                    applied = await self._replay_in_lanes(selected, todo)
                 finally:
                     await self._finish(selected)
         if self.recent is not None and until is None and len(selected) == len(self.projections):
             for tenant in behind:  # every projection has these: the window need not keep them
                 self.recent.forget(tenant.tenant_id, tenant.head)
-        for projection in selected:
+        for projection in selected:  # (positions passed over changed no table)
             self._unanalyzed[projection.name] = self._unanalyzed.get(projection.name, 0) + applied
         stale = [p for p in selected if self._unanalyzed[p.name] >= ANALYZE_AFTER]
         if analyze and stale:
             await self._analyze(stale)
-        return applied
+        return skipped + applied
+
+    async def _skip_unread(
+        self, conn: asyncpg.Connection, selected: list[Projection], behind: list[_Behind]
+    ) -> tuple[int, list[_Behind]]:
+        """Move the checkpoints over positions that hold nothing the projections read, where
+        this process appended all of them (its window says which types they are): one
+        statement instead of a batch's transaction, its lock, its read and its update.
+
+        Every ``query_directives`` call and every logged context graph appends a record no
+        projection reads, and the next call's catch-up used to pay a whole batch for it. A
+        checkpoint moves only from the position the tenant was seen at: one that another
+        runner moved meanwhile is left to the batch path. The commit need not wait for its
+        WAL (derived state, as in :data:`_LOCK_CHECKPOINTS`). Returns the positions passed
+        over and the tenants still behind."""
+        types = _event_types(selected)
+        if self.recent is None or types is None:
+            return 0, behind
+        skipped, todo = 0, []
+        names = [p.name for p in selected]
+        for tenant in behind:
+            held = self.recent.take(tenant.tenant_id, tenant.seen, tenant.head, types)
+            if held != []:  # None: not all of them are this process's; else some are read
+                todo.append(tenant)
+                continue
+            status = await conn.execute(
+                _SKIP_UNREAD, tenant.tenant_id, names, tenant.head, tenant.seen
+            )
+            if status != f"UPDATE {len(names)}":
+                todo.append(tenant)  # some checkpoint was elsewhere: the batch path decides
+                continue
+            skipped += tenant.head - tenant.seen
+        return skipped, todo
 
     async def _analyze(self, selected: Sequence[Projection]) -> None:
         """Refresh the planner's statistics of the tables a large catch-up just filled.

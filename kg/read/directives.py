@@ -25,6 +25,7 @@ import numpy.typing as npt
 
 from kg.directives.model import DIRECTIVE, when_texts
 from kg.directives.words import words
+from kg.gc_pause import settle_long_lived
 from kg.projections.nodes import NodesProjection
 from kg.read.reader import Snapshot
 
@@ -140,6 +141,7 @@ async def load(snap: Snapshot, pool_key: int) -> Catalogue:
     records = await conn.fetch(_ROWS, scope.tenant_id, scope.project_id, DIRECTIVE)
     rows = tuple(_row(r) for r in records)
     catalogue = Catalogue(position, rows, _vectors([r["embedding"] for r in records]))
+    settle_long_lived()  # kept until the directives change: no full collection walks it
     _cache[key] = _Cached(marker, catalogue, position, erased)
     while len(_cache) > _KEEP:
         _cache.popitem(last=False)

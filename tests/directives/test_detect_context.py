@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -61,6 +63,24 @@ def test_manifests_name_languages_and_frameworks(tmp_path: Path) -> None:
 
     assert {f.value for f in found.frameworks} == {"fastapi", "react"}
     assert {f.value for f in found.languages} >= {"python", "javascript", "typescript", "rust"}
+
+
+def test_a_kept_manifest_is_read_again_when_it_or_its_folder_changes(tmp_path: Path) -> None:
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[project]\ndependencies = ["fastapi>=0.110"]\n')
+    settled = time.time() - 60  # older than SETTLED: what a detection reads is kept
+    os.utime(pyproject, (settled, settled))
+    os.utime(tmp_path, (settled, settled))
+    assert {f.value for f in detect_context(tmp_path).frameworks} == {"fastapi"}
+
+    pyproject.write_text('[project]\ndependencies = ["django>=5"]\n')
+    assert {f.value for f in detect_context(tmp_path).frameworks} == {"django"}
+
+    os.utime(pyproject, (settled, settled))
+    os.utime(tmp_path, (settled, settled))
+    detect_context(tmp_path)
+    (tmp_path / "package.json").write_text('{"dependencies": {"react": "18"}}')
+    assert {f.value for f in detect_context(tmp_path).frameworks} == {"django", "react"}
 
 
 def test_a_vague_task_has_a_low_confidence_warning(tmp_path: Path) -> None:
