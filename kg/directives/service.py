@@ -220,13 +220,14 @@ async def query_directives(
     return result
 
 
-def _line(row: DirectiveRow, shown: bool) -> str:
-    """One checklist line; its file is the heading of its group (see :func:`render_checklist`)."""
+def _line_chars(row: DirectiveRow, shown: bool) -> int:
+    """The length of a directive's checklist line as :func:`render_checklist` writes it
+    (``- L18 text`` under its file's heading; ``- text (source)`` without a file)."""
     if not shown:
-        return f"- {REDACTED_NAME} ({row.node_id}, redacted by policy)"
+        return len(f"- {REDACTED_NAME} ({row.node_id}, redacted by policy)")
     if not row.file:
-        return f"- {row.text} ({row.source})"
-    return f"- L{row.line} {row.text}"
+        return len(row.text) + len(row.source) + 5
+    return len(row.text) + len(str(row.line)) + 4
 
 
 def _tokens(text: str) -> int:
@@ -243,7 +244,7 @@ class _Cost:
         self.strengths: set[str] = set()
 
     def of(self, row: DirectiveRow, shown: bool) -> int:
-        cost = len(_line(row, shown)) + 1
+        cost = _line_chars(row, shown) + 1
         if row.strength not in self.strengths:
             cost += len(f"### {row.strength}") + 1
         if shown and row.file and (row.strength, row.file) not in self.groups:
@@ -288,9 +289,14 @@ def _fit(
         cost.add(rows[i], shown)
     served = list(musts)
     cut = 0
-    for i, shown in admitted:
+    # No line is shorter than this: once it no longer fits, the rest is cut without a look.
+    floor = min((min(len(rows[i].text), len(REDACTED_NAME)) + 5 for i, _ in admitted), default=0)
+    for k, (i, shown) in enumerate(admitted):
         if i in chosen:
             continue
+        if cost.tokens(floor) > budget:
+            cut += sum(1 for j, _ in admitted[k:] if j not in chosen)
+            break
         if cost.tokens(cost.of(rows[i], shown)) > budget:
             cut += 1
             continue
