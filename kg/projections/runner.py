@@ -174,6 +174,9 @@ class _Behind:
 # catch-up or in many small ones: an import through the write path catches up per chunk), it
 # refreshes that table's statistics.
 ANALYZE_AFTER = 1000
+
+# How long the background tail (run) lets notifications gather after one wakes it.
+TAIL_SETTLE = 0.01
 # A replay at least this far behind runs with the process's earlier objects frozen (gc_pause).
 FREEZE_AFTER = 10_000
 
@@ -663,3 +666,7 @@ class ProjectionRunner:
                 )
                 for task in (stopping, woken):
                     task.cancel()
+                if woken.done() and not stop.is_set():
+                    # Let a burst of appends (ten concurrent tool calls each log one) notify
+                    # before catching up once for all of them; a read catches up by itself.
+                    await asyncio.sleep(TAIL_SETTLE)
