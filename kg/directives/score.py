@@ -173,7 +173,6 @@ class Ranked:
     so that clear their bar at 5,000 directives."""
 
     rows: list[DirectiveRow]
-    scores: list[float]  # each row's whole score, rounded as Scored.score is
     _terms: list[tuple[_Group, float, float]]  # its group's terms, topic overlap, similarity
 
     def __len__(self) -> int:
@@ -280,7 +279,7 @@ class Scorer:
         group's and a topic set's terms once each, and the (embedding) similarity only for
         the rows it could lift over their bar."""
         if not cat.rows:
-            return Ranked([], [], [])
+            return Ranked([], [])
         index = row_index(cat)
         w = WEIGHTS
         group_terms = [self._work_out(row) for row in index.groups]  # each group once
@@ -328,7 +327,6 @@ class Scorer:
         topics_of = index.topics_of.tolist()
         return Ranked(
             [rows[i] for i in picked],
-            total[order].tolist(),
             [
                 (group_terms[groups[i]], jaccard[topics_of[i]], sim)
                 for i, sim in zip(picked, sims[order].tolist(), strict=True)

@@ -9,8 +9,9 @@ server's time at 5,000), so a call first asks a question that costs a few index 
 the node projection taken any event that can change a node (``NodeAsserted``, ``NodeRetired``
 and the events that amount to nodes) since the rows were last known current, and has any
 content been erased since? Most calls follow only other calls, whose ``DirectivesServed``
-events change no node; only a yes reads the marker. What policies govern a directive is not
-cached: :func:`governed_by` reads it per call for the directives about to be served.
+events change no node; only a yes reads the marker, and an erasure reads the rows again.
+What policies govern a directive is not cached: :func:`governed_by` reads it per call for
+the directives about to be served.
 """
 
 from __future__ import annotations
@@ -134,7 +135,9 @@ async def load(snap: Snapshot, pool_key: int) -> Catalogue:
     mark = await conn.fetchrow(_MARKER, scope.tenant_id, scope.project_id, DIRECTIVE)
     marker = (int(mark["n"]), int(mark["newest"]))
     position = int(mark["position"] or 0)
-    if found is not None and found.marker == marker:
+    # An erasure rewrites the rows it touches in place (same count, same positions): after
+    # one, the kept rows may hold what was erased, so they are read again.
+    if found is not None and found.marker == marker and erased == found.erased:
         found.current_at, found.erased = position, erased
         _cache.move_to_end(key)
         return _at(found.catalogue, position)

@@ -4,6 +4,7 @@ calls' records follow it, and read again as soon as a rule changes."""
 from __future__ import annotations
 
 from kg.directives.service import query_directives
+from kg.erasure import Selection, erase
 from kg.ingest.service import ingest_paths
 from kg.read import directives as catalogue
 from kg.runtime import Runtime
@@ -48,3 +49,18 @@ async def test_a_node_of_another_type_reads_the_marker_and_keeps_the_rows(
     again = await load(runtime)
     assert again.rows is first.rows, "no directive changed: the marker says so"
     assert again.position > first.position
+
+
+async def test_an_erased_rule_is_never_served_from_the_kept_rows(runtime: Runtime) -> None:
+    secret = "zq7-deploy-passphrase-4f1c"
+    agents = runtime.settings.project_root / "AGENTS.md"
+    agents.write_text(f"# Rules\n\n- Never print the deploy passphrase {secret} in logs.\n")
+    await ingest_paths(runtime, None)
+    first = await query_directives(runtime, task="print the deploy passphrase in logs")
+    assert secret in first.checklist, "positive control: the rule is served before the erasure"
+
+    await erase(runtime, Selection("pattern", secret), reason="leaked", authority="SEC-1")
+
+    after = await query_directives(runtime, task="print the deploy passphrase in logs")
+    assert secret not in after.checklist
+    assert all(secret not in d["text"] for d in after.directives)
