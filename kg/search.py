@@ -33,15 +33,16 @@ _FILTER = "tenant_id = $1 AND project_id = $2 AND ($3::text[] IS NULL OR node_ty
 # The task's meaningful words, OR'ed: an agent's question in natural language never has every
 # one of its words in the section that answers it, so requiring them all (websearch_to_tsquery)
 # matched nothing and "hybrid" was the vector side alone. plainto_tsquery drops stop words and
-# stems; its ANDs become ORs, and ts_rank_cd ranks sections matching more (and rarer-placed,
-# heading-weighted) terms first.
+# stems; its ANDs become ORs, and BM25 (below) ranks sections matching more and rarer terms
+# first.
 ANY_TERMS = "replace(plainto_tsquery('english', $4)::text, ' & ', ' | ')::tsquery"
 
 # Ranking reads every matching row's tsvector; for a query made only of very common words that
 # is most of the table. FTS_SCAN_CAP bounds that work: past it, the full-text side ranks a
 # sample of the matches and the vector side carries the fusion. The matching itself goes
-# through kg_fulltext_matches (migration 0006): under row-level security PostgreSQL cannot use
-# the GIN index for ``@@`` directly, the function can, and it applies the same tenant filter.
+# through kg_fulltext_bm25 (migration 0015, like 0006's kg_fulltext_matches before it): under
+# row-level security PostgreSQL cannot use the GIN index for ``@@`` directly, the function can,
+# and it applies the same tenant filter.
 FTS_SCAN_CAP = 2000
 
 # The task's stemmed terms, for BM25's per-term counts (the lexemes ANY_TERMS ORs).
