@@ -121,6 +121,7 @@ class RowIndex:
     strength_of: npt.NDArray[np.intp]  # row -> index in STRENGTHS (len(STRENGTHS): other)
     always: npt.NDArray[np.bool_]  # row -> its rule file says alwaysApply
     severity: npt.NDArray[np.float64]  # row -> its severity term (see Scorer._scored)
+    text_chars: npt.NDArray[np.intp]  # row -> the length of its statement
 
 
 def _group_key(row: DirectiveRow) -> tuple[object, ...]:
@@ -157,6 +158,7 @@ def row_index(cat: Catalogue) -> RowIndex:
         strength_of=np.array(strength_of, dtype=np.intp),
         always=np.array([r.always_apply for r in cat.rows], dtype=np.bool_),
         severity=np.array([_severity(r) for r in cat.rows], dtype=np.float64),
+        text_chars=np.array([len(r.text) for r in cat.rows], dtype=np.intp),
     )
     cat.memo["score.RowIndex"] = index
     return index
@@ -174,6 +176,7 @@ class Ranked:
 
     rows: list[DirectiveRow]
     _terms: list[tuple[_Group, float, float]]  # its group's terms, topic overlap, similarity
+    shortest: int = 0  # the characters of the shortest statement among them
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -279,7 +282,7 @@ class Scorer:
         group's and a topic set's terms once each, and the (embedding) similarity only for
         the rows it could lift over their bar."""
         if not cat.rows:
-            return Ranked([], [])
+            return Ranked([], [], 0)
         index = row_index(cat)
         w = WEIGHTS
         group_terms = [self._work_out(row) for row in index.groups]  # each group once
@@ -321,16 +324,16 @@ class Scorer:
             4,
         )  # fmt: skip
         order = np.lexsort((chosen, -total))
-        rows, jaccard = cat.rows, topic_part.tolist()
-        picked = chosen[order].tolist()
-        groups = index.group_of.tolist()
-        topics_of = index.topics_of.tolist()
+        picked = chosen[order]
+        rows = cat.rows
+        terms_of = zip(
+            g[order].tolist(), topic_part[index.topics_of[picked]].tolist(),
+            sims[order].tolist(), strict=True,
+        )  # fmt: skip
         return Ranked(
-            [rows[i] for i in picked],
-            [
-                (group_terms[groups[i]], jaccard[topics_of[i]], sim)
-                for i, sim in zip(picked, sims[order].tolist(), strict=True)
-            ],
+            [rows[i] for i in picked.tolist()],
+            [(group_terms[group], jaccard, sim) for group, jaccard, sim in terms_of],
+            int(index.text_chars[picked].min()) if len(picked) else 0,
         )
 
     def score(self, row: DirectiveRow, similarity: float) -> Scored:

@@ -290,7 +290,7 @@ def _fit(
     served = list(musts)
     cut = 0
     # No line is shorter than this: once it no longer fits, the rest is cut without a look.
-    floor = min((min(len(rows[i].text), len(REDACTED_NAME)) + 5 for i, _ in admitted), default=0)
+    floor = min(eligible.shortest, len(REDACTED_NAME)) + 5
     for k, (i, shown) in enumerate(admitted):
         if i in chosen:
             continue
