@@ -45,7 +45,7 @@ SELECT count(*) AS n, coalesce(max(last_position), 0) AS newest,
 # checkpoint], and the newest erasure (an erasure rewrites rows in its own append): each by
 # index, over the few positions a call's predecessors appended.
 _CHANGED_SINCE = """
-SELECT c.position,
+SELECT c.position, current_database() AS database,
        coalesce((SELECT max(e.position) FROM kg_events e
                   WHERE e.tenant_id = $1 AND e.event_type = 'ContentErased'), 0) AS erased,
        EXISTS (SELECT 1 FROM kg_events e
@@ -107,6 +107,7 @@ class _Cached:
     catalogue: Catalogue
     current_at: int  # the node projection's checkpoint at which the rows were known current
     erased: int  # the newest erasure then
+    database: str  # which database they came from (a later pool can reuse a pool's id)
 
 
 _cache: OrderedDict[tuple[int, str, str], _Cached] = OrderedDict()
@@ -120,6 +121,9 @@ async def load(snap: Snapshot, pool_key: int) -> Catalogue:
     since = await conn.fetchrow(
         _CHANGED_SINCE, scope.tenant_id, -1 if found is None else found.current_at, _NODE_EVENTS
     )
+    database = str(since["database"]) if since is not None else ""
+    if found is not None and found.database != database:
+        found = None
     # no checkpoint row yet (nothing projected in this tenant): read the marker
     position, erased = (0, 0) if since is None else (int(since["position"]), int(since["erased"]))
     if (
@@ -145,7 +149,7 @@ async def load(snap: Snapshot, pool_key: int) -> Catalogue:
     rows = tuple(_row(r) for r in records)
     catalogue = Catalogue(position, rows, _vectors([r["embedding"] for r in records]))
     settle_long_lived()  # kept until the directives change: no full collection walks it
-    _cache[key] = _Cached(marker, catalogue, position, erased)
+    _cache[key] = _Cached(marker, catalogue, position, erased, database)
     while len(_cache) > _KEEP:
         _cache.popitem(last=False)
     return catalogue

@@ -64,3 +64,17 @@ async def test_an_erased_rule_is_never_served_from_the_kept_rows(runtime: Runtim
     after = await query_directives(runtime, task="print the deploy passphrase in logs")
     assert secret not in after.checklist
     assert all(secret not in d["text"] for d in after.directives)
+
+
+async def test_rows_kept_for_another_database_are_not_served(runtime: Runtime) -> None:
+    """A pool created later in the process can reuse an earlier pool's id: the kept rows say
+    which database they came from."""
+    (runtime.settings.project_root / "AGENTS.md").write_text("# Rules\n\n- Always run ruff.\n")
+    await ingest_paths(runtime, None)
+    real = await load(runtime)
+    scope = runtime.scope
+    key = (id(runtime.app_pool), scope.tenant_id, scope.project_id)
+    foreign = catalogue.Catalogue(real.position, (), None)
+    catalogue._cache[key] = catalogue._Cached((0, 0), foreign, real.position, 0, "elsewhere")
+    again = await load(runtime)
+    assert [r.text for r in again.rows] == ["Always run ruff."]
