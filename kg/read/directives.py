@@ -3,15 +3,15 @@ when they change.
 
 A ``query_directives`` call must stay within milliseconds at thousands of directives, so the
 directive rows (text, scope, embedding) are read in one query and kept per (pool, tenant,
-project) with a marker of their state: how many there are and the newest log position among
-them. Counting them costs a scan of every directive's index entry (about 1.5 ms of the
-server's time at 5,000), so a call first asks a question that costs a few index probes: has
-the node projection taken any event that can change a node (``NodeAsserted``, ``NodeRetired``
-and the events that amount to nodes) since the rows were last known current, and has any
-content been erased since? Most calls follow only other calls, whose ``DirectivesServed``
-events change no node; only a yes reads the marker, and an erasure reads the rows again.
-What policies govern a directive is not cached: :func:`governed_by` reads it per call for
-the directives about to be served.
+project), with the database they came from and a marker of their state: how many there are
+and the newest log position among them. Counting them costs a scan of every directive's index
+entry (1.5-3 ms of the server's time at 5,000), so a call first asks a question that costs a
+few index probes: has the node projection taken any event that can change a node
+(``NodeAsserted``, ``NodeRetired`` and the events that amount to nodes) since the rows were
+last known current, and has any content been erased since? Most calls follow only other
+calls, whose ``DirectivesServed`` events change no node; only a yes reads the marker, and an
+erasure reads the rows again. What policies govern a directive is not cached:
+:func:`governed_by` reads it per call for the directives about to be served.
 """
 
 from __future__ import annotations
