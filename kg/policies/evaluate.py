@@ -62,7 +62,7 @@ class Governance:
         """The policies that apply to one node and how each reaches it: ``GOVERNED_BY edge``
         or the selector in words (``path docs/legal/**``, ``label secret``, ``scope project``).
         What ``kg policy explain`` shows a person; an agent only ever gets counts."""
-        if not self.policies:  # most projects have none: every node is decided at once
+        if self.admits_everything:  # most projects have no policy: decided at once
             return []
         labels = tuple(labels)
         path = node_path(node_id) or ""
