@@ -256,17 +256,6 @@ class Scorer:
             + WEIGHTS["semantic"] * max(0.0, similarity)
         )
 
-    def select(
-        self,
-        cat: Catalogue,
-        query: npt.NDArray[np.float32] | None,
-        bars: dict[str, float],
-        default_bar: float,
-    ) -> list[Scored]:
-        """:meth:`rank`, each directive scored in full."""
-        ranked = self.rank(cat, query, bars, default_bar)
-        return [ranked.scored(i) for i in range(len(ranked))]
-
     def rank(
         self,
         cat: Catalogue,

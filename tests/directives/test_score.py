@@ -1,5 +1,5 @@
 """The ranking of :mod:`kg.directives.score` over a real catalogue: the array path that a
-call takes (:meth:`Scorer.select`) serves exactly what scoring each directive would."""
+call takes (:meth:`Scorer.rank`) serves exactly what scoring each directive would."""
 
 from __future__ import annotations
 
@@ -39,7 +39,8 @@ async def test_select_serves_what_scoring_each_directive_would(
         cat = await directive_rows.load(snap, id(runtime.app_pool))
 
     scorer = Scorer(ctx)
-    selected = {s.row.node_id: s for s in scorer.select(cat, vector, bars, MIN_RELEVANCE)}
+    ranked = scorer.rank(cat, vector, bars, MIN_RELEVANCE)
+    selected = {row.node_id: ranked.scored(i) for i, row in enumerate(ranked.rows)}
 
     norm = vector / np.linalg.norm(vector)
     assert cat.vectors is not None
