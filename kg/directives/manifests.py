@@ -20,9 +20,10 @@ import posixpath
 import re
 import time
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 MANIFESTS = ("pyproject.toml", "requirements.txt", "package.json", "go.mod", "Cargo.toml",
              "Gemfile", "pom.xml", "build.gradle", "build.gradle.kts")  # fmt: skip
@@ -47,6 +48,7 @@ EXTENSIONS = {".py": "python", ".pyi": "python", ".ts": "typescript", ".tsx": "t
               ".rs": "rust", ".java": "java", ".kt": "kotlin", ".rb": "ruby", ".sql": "sql",
               ".cs": "csharp", ".php": "php", ".swift": "swift", ".vue": "javascript",
               ".svelte": "javascript", ".c": "c", ".cpp": "cpp", ".h": "c"}  # fmt: skip
+T = TypeVar("T")
 _REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
@@ -88,47 +90,41 @@ def read_technologies(root: Path, paths: list[str], *, manifests: bool = True) -
 
 
 SETTLED = 2.0
-_folders: dict[str, tuple[int, tuple[str, ...]]] = {}  # folder -> (mtime, manifests in it)
-_parsed: dict[str, tuple[int, int, list[str]]] = {}  # manifest -> (mtime, size, dependencies)
 _KEEP = 4096
+# (what, path) -> (the path's modification time and size when read, what was read)
+_kept: dict[tuple[str, str], tuple[tuple[int, int], Any]] = {}
 
 
-def _settled(mtime_ns: int) -> bool:
-    return time.time() - mtime_ns / 1e9 > SETTLED
-
-
-def _present(folder: str) -> tuple[str, ...]:
-    """The manifest names that are files in ``folder``, in :data:`MANIFESTS` order."""
-    try:
-        mtime = os.stat(folder).st_mtime_ns
-    except OSError:
-        return ()
-    kept = _folders.get(folder)
-    if kept is not None and kept[0] == mtime:
-        return kept[1]
-    names = tuple(n for n in MANIFESTS if os.path.isfile(os.path.join(folder, n)))
-    if _settled(mtime):
-        if len(_folders) >= _KEEP:
-            _folders.clear()
-        _folders[folder] = (mtime, names)
-    return names
-
-
-def _dependencies(path: Path, name: str) -> list[str]:
+def _while_unchanged(what: str, path: str, read: Callable[[], T], missing: T) -> T:
+    """``read()``, kept for ``path`` until its modification time or size changes (``missing``
+    when there is no such path)."""
     try:
         st = os.stat(path)
     except OSError:
-        return []
-    key = str(path)
-    kept = _parsed.get(key)
-    if kept is not None and kept[:2] == (st.st_mtime_ns, st.st_size):
-        return kept[2]
-    found = _read_dependencies(path, name)
-    if _settled(st.st_mtime_ns):
-        if len(_parsed) >= _KEEP:
-            _parsed.clear()
-        _parsed[key] = (st.st_mtime_ns, st.st_size, found)
-    return found
+        return missing
+    stamp, key = (st.st_mtime_ns, st.st_size), (what, path)
+    kept = _kept.get(key)
+    if kept is not None and kept[0] == stamp:
+        return cast(T, kept[1])
+    value = read()
+    if time.time() - st.st_mtime_ns / 1e9 > SETTLED:
+        if len(_kept) >= _KEEP:
+            _kept.clear()
+        _kept[key] = (stamp, value)
+    return value
+
+
+def _present(folder: str) -> tuple[str, ...]:
+    """The manifest names that are files in ``folder``, in :data:`MANIFESTS` order (a
+    folder's time moves when an entry is added or removed)."""
+    return _while_unchanged(
+        "folder", folder,
+        lambda: tuple(n for n in MANIFESTS if os.path.isfile(os.path.join(folder, n))), (),
+    )  # fmt: skip
+
+
+def _dependencies(path: Path, name: str) -> list[str]:
+    return _while_unchanged("manifest", str(path), lambda: _read_dependencies(path, name), [])
 
 
 def _read_dependencies(path: Path, name: str) -> list[str]:
