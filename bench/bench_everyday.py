@@ -9,7 +9,7 @@ included, in a git project of generated specs with its own embedded server (no
 * ``kg status``;
 * a one-file ``git commit`` with the post-commit hook (which syncs the graph);
 * each with the server kept warm between commands (``KG_SERVER_IDLE`` default) and the
-  commands run by its resident host (:mod:`kg.cli.resident`), the same with ``KG_RESIDENT=0``
+  commands run by its resident host (:mod:`kg.host.resident`), the same with ``KG_RESIDENT=0``
   (each command its own process), and with ``KG_SERVER_IDLE=0`` (the server started and
   stopped by every command: the old behaviour);
 * the resident memory (PSS, so shared pages are not counted twice) of the idle warm server
@@ -51,7 +51,7 @@ def env_for(embedder: str, idle: str | None, resident: bool = True) -> dict[str,
 
 def wait_for_host(root: Path, limit: float = 60.0) -> None:
     """The warm host listens a moment after the watchdog starts (it imports kg first)."""
-    from kg.cli.resident import socket_path
+    from kg.host.resident import socket_path
 
     deadline = time.monotonic() + limit
     while not socket_path(root / ".kg").exists():
@@ -149,7 +149,7 @@ def idle_mcp_pss(root: Path, env: dict[str, str], settle: float = 5.0) -> float:
 
 
 def watchdog_pss(root: Path) -> float:
-    from kg.db.idle import watchdog_pid
+    from kg.host.idle import watchdog_pid
 
     pid = watchdog_pid(root / ".kg/pgdata")
     return _pss(psutil.Process(pid)) / 2**20 if pid else 0.0

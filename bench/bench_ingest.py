@@ -38,8 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import machine
 from kg.config import Scope, Settings
 from kg.db import migrate
-from kg.db.embedded import start_embedded
 from kg.embeddings import HashingEmbedder
+from kg.host.embedded import start_embedded
 from kg.ingest.report import IngestReport
 from kg.ingest.service import ingest_paths, sync_project
 from kg.runtime import open_runtime

@@ -25,7 +25,7 @@ def _server(keep: bool) -> str:
     server = os.environ.get("KG_DATABASE_URL")
     if server:
         return server
-    from kg.db.embedded import start_embedded
+    from kg.host.embedded import start_embedded
 
     if keep:
         return start_embedded(KEPT_SERVER, database="postgres", keep_running=True)

@@ -40,7 +40,7 @@ def server_url() -> Iterator[str]:
     if external:
         yield external
         return
-    from kg.db.embedded import start_embedded
+    from kg.host.embedded import start_embedded
 
     # Not under pytest's basetemp: a concurrent pytest run prunes old basetemps, and with them
     # a live data folder.

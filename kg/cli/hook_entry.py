@@ -1,6 +1,6 @@
 """What the git hooks run: ``python -m kg.cli.hook_entry pre-commit|post-commit|sync``.
 
-The project's warm command host (:mod:`kg.cli.resident`) runs the hook when it is up, so a
+The project's warm command host (:mod:`kg.host.resident`) runs the hook when it is up, so a
 commit does not pay for Python's start-up and kg's imports; otherwise
 :mod:`kg.ingest.hook_runner` runs here. This module imports nothing else first.
 """
@@ -11,7 +11,7 @@ import sys
 
 
 def main(argv: list[str]) -> int:
-    from kg.cli.resident import run_in_host
+    from kg.host.resident import run_in_host
 
     status = run_in_host(argv, entry="hook")
     if status is not None:

@@ -1,7 +1,7 @@
 """The ``kg`` entry point.
 
 A command line first goes to the project's resident command host when one is warm
-(:mod:`kg.cli.resident`: the interpreter and kg's imports are then paid once, not per
+(:mod:`kg.host.resident`: the interpreter and kg's imports are then paid once, not per
 command); otherwise, or when the host cannot take it, it runs here. ``kg sync`` runs after
 every commit (by hand or from the post-commit hook), so it starts without building the Typer
 application (Typer, Click and every command's module cost ~0.15 s); any other command line,
@@ -35,7 +35,7 @@ class _Entry:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         argv = kwargs.pop("args", None)
         if argv is None and not args:  # the console script: try the warm host first
-            from kg.cli.resident import run_in_host
+            from kg.host.resident import run_in_host
 
             status = run_in_host(sys.argv[1:])
             if status is not None:

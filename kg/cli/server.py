@@ -27,7 +27,7 @@ def _pgdata_and_note() -> tuple[Settings, str | None]:
 def status() -> None:
     """Whether the embedded server runs (pid, data folder, socket) and which kg processes
     hold it. Handles left by killed processes are pruned and named."""
-    from kg.db.server_control import server_status
+    from kg.host.server_control import server_status
 
     settings, note = _pgdata_and_note()
     found = server_status(settings.state_dir / "pgdata")
@@ -49,7 +49,7 @@ def status() -> None:
         for holder in found.holders:
             console.print(f"  pid {holder.pid}: {holder.command}", markup=False)
     elif found.running:
-        from kg.db.idle import IDLE_ENV, idle_seconds, watchdog_pid
+        from kg.host.idle import IDLE_ENV, idle_seconds, watchdog_pid
 
         watchdog = watchdog_pid(found.pgdata)
         if watchdog is not None:
@@ -57,7 +57,7 @@ def status() -> None:
                 f"held by no kg process: it stops {idle_seconds():.0f} s after the last kg "
                 f"exited ({IDLE_ENV}; idle watchdog pid {watchdog}), or with `kg server stop`"
             )
-            from kg.cli.resident import RESIDENT_ENV, socket_path
+            from kg.host.resident import RESIDENT_ENV, socket_path
 
             if socket_path(found.pgdata.parent).exists():
                 console.print(
@@ -80,8 +80,8 @@ def stop(
 ) -> None:
     """Stop the embedded server cleanly. Refused while live kg processes hold it, unless
     --force."""
-    from kg.db.server_control import stop_server
     from kg.errors import KgError
+    from kg.host.server_control import stop_server
 
     settings, note = _pgdata_and_note()
     if note:

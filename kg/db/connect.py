@@ -29,7 +29,7 @@ def resolve_database_url(settings: Settings, *, keep_running: bool = False) -> s
     if settings.database_url:
         return settings.database_url
     from kg.config import ensure_state_dir
-    from kg.db.embedded import start_embedded
+    from kg.host.embedded import start_embedded
 
     return start_embedded(ensure_state_dir(settings.state_dir), keep_running=keep_running)
 

@@ -76,7 +76,7 @@ def test_the_sync_path_imports_neither_rich_nor_multiprocessing() -> None:
     process pool's modules are for other commands and large ingests."""
     unwanted = ["rich", "multiprocessing", "concurrent.futures.process", "typer"]
     code = (
-        "import sys, kg.cli.sync_command, kg.ingest.service, kg.runtime, kg.db.embedded; "
+        "import sys, kg.cli.sync_command, kg.ingest.service, kg.runtime, kg.host.embedded; "
         f"print([m for m in {unwanted!r} if m in sys.modules])"
     )
     result = subprocess.run(

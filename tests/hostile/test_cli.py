@@ -56,7 +56,7 @@ def dedicated_server() -> Iterator[tuple[str, Path]]:
     """A PostgreSQL of this test's own (the shared one must survive): its URL and data folder.
     Stopped for good and removed afterwards, whatever the test did to it. Not under pytest's
     basetemp (see tests/conftest.py)."""
-    from kg.db.embedded import start_embedded
+    from kg.host.embedded import start_embedded
 
     state = Path(tempfile.mkdtemp(prefix="kg-hostile-pg-"))
     url = start_embedded(state, database="kg_killed", keep_running=True)

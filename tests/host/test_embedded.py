@@ -11,14 +11,14 @@ from typing import Any
 import psycopg
 import pytest
 
-from kg.db.embedded import (
+from kg.db.urls import asyncpg_url
+from kg.host.embedded import (
     _altered_settings_psql,
     altered_settings,
     ensure_database,
     server_settings,
     start_embedded,
 )
-from kg.db.urls import asyncpg_url
 
 
 def test_altered_settings_reads_what_alter_system_wrote(tmp_path: Path) -> None:

@@ -3,7 +3,7 @@
 The server lives in the project's ``.kg/pgdata`` folder, is started on first use, is shared by
 every ``kg`` process of the project (the wheel's handle list counts them), and is stopped when
 the last of them exits. Handles of processes that died without letting go (SIGKILL) are pruned
-whenever a process attaches or exits (:mod:`kg.db.handles`), so they never keep it running.
+whenever a process attaches or exits (:mod:`kg.host.handles`), so they never keep it running.
 It listens on a Unix socket only, so nothing is exposed on the network.
 """
 
@@ -15,9 +15,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from kg.db import handles
 from kg.db.urls import with_database
 from kg.errors import DatabaseUnavailableError
+from kg.host import handles
 
 DATABASE_NAME = "kg"
 _log = logging.getLogger(__name__)
@@ -46,11 +46,11 @@ def _server(pgdata: Path, cleanup_mode: str | None, idle: float = 0.0) -> Any:
 
 def _prune_quietly(pgdata: Path, idle: float = 0.0) -> None:
     """At exit: drop dead holders; the last live one left hands the server to the idle
-    watchdog (:mod:`kg.db.idle`) instead of stopping it."""
+    watchdog (:mod:`kg.host.idle`) instead of stopping it."""
     try:
         held = handles.prune(pgdata)
         if idle > 0 and [h.pid for h in held.live] == [os.getpid()]:
-            from kg.db.idle import ensure_watchdog
+            from kg.host.idle import ensure_watchdog
 
             ensure_watchdog(pgdata, idle)
     except Exception as exc:  # never fail an exit: the worst case is a server left running
@@ -67,11 +67,11 @@ def start_embedded(
     """Start (or attach to) the project's embedded server and return a URL to ``database``.
 
     The database is created if it does not exist yet. The server stays up for
-    ``KG_SERVER_IDLE`` seconds after the last process using it exits (:mod:`kg.db.idle`;
+    ``KG_SERVER_IDLE`` seconds after the last process using it exits (:mod:`kg.host.idle`;
     ``0``: it stops with that process), for good with ``keep_running``;
     ``delete_on_exit`` stops it with the last process and removes its data (tests).
     """
-    from kg.db.idle import idle_seconds
+    from kg.host.idle import idle_seconds
 
     state_dir.mkdir(parents=True, exist_ok=True)
     pgdata = state_dir / "pgdata"

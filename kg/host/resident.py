@@ -3,7 +3,7 @@
 Most of a short command's wall clock is not its work: it is Python's start-up and importing
 kg (pydantic's event models, the parsers' patterns, asyncpg, Typer). While the project's
 embedded server is kept warm, its idle watchdog also keeps a warm interpreter with those
-modules imported (:mod:`kg.cli.resident_host`), listening on a Unix socket in ``.kg/``. The
+modules imported (:mod:`kg.host.resident_host`), listening on a Unix socket in ``.kg/``. The
 ``kg`` entry point asks it to run the command line: it passes its standard input, output and
 error (the descriptors themselves, so a terminal stays a terminal), its arguments, working
 folder, environment and umask; the host forks a child that becomes the command and reports

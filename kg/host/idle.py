@@ -2,7 +2,7 @@
 
 Starting PostgreSQL costs every ``kg`` command ~0.3 s, and a developer runs many in a row
 (a commit's hook, ``kg status``, a query). So the server is not stopped when the last ``kg``
-process lets go of it: that process starts a small watchdog (``python -m kg.db.idle``, one
+process lets go of it: that process starts a small watchdog (``python -m kg.host.idle``, one
 per data folder, detached) which stops the server once no ``kg`` process has held it for
 ``KG_SERVER_IDLE`` seconds (default 900; ``0`` stops it with the last process, as before).
 
@@ -11,10 +11,10 @@ attaches: a command that attaches either does so before the check (and counts as
 or after the stop (and starts the server again itself); two servers on one folder cannot
 happen. Activity is read from the wheel's handle list, rewritten on every attach and exit,
 so a command that came and went between two checks still resets the clock. Handles of
-killed processes are pruned at each check (:mod:`kg.db.handles`). ``kg server stop`` stops
+killed processes are pruned at each check (:mod:`kg.host.handles`). ``kg server stop`` stops
 the server at once; the watchdog then sees it gone and exits.
 
-The watchdog also hosts the project's warm interpreter (:mod:`kg.cli.resident_host`, unless
+The watchdog also hosts the project's warm interpreter (:mod:`kg.host.resident_host`, unless
 ``KG_RESIDENT=0``): it waits on the host's socket instead of sleeping, and the commands it
 runs count as activity while they run.
 """
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from kg.cli.resident_host import CommandHost
+    from kg.host.resident_host import CommandHost
 
 IDLE_ENV = "KG_SERVER_IDLE"
 DEFAULT_IDLE_SECONDS = 900.0
@@ -61,7 +61,7 @@ def watchdog_pid(pgdata: Path) -> int | None:
         command = " ".join(process.cmdline())
     except (OSError, ValueError, IndexError, psutil.Error):
         return None
-    return pid if "kg.db.idle" in command and str(pgdata) in command else None
+    return pid if "kg.host.idle" in command and str(pgdata) in command else None
 
 
 def stop_watchdog(pgdata: Path) -> None:
@@ -83,7 +83,7 @@ def ensure_watchdog(pgdata: Path, seconds: float) -> None:
         return
     with contextlib.suppress(OSError):
         subprocess.Popen(
-            [sys.executable, "-m", "kg.db.idle", str(pgdata), str(seconds)],
+            [sys.executable, "-m", "kg.host.idle", str(pgdata), str(seconds)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -93,7 +93,7 @@ def ensure_watchdog(pgdata: Path, seconds: float) -> None:
 
 
 def _last_activity(pgdata: Path) -> float:
-    from kg.db.handles import PIDS_FILE
+    from kg.host.handles import PIDS_FILE
 
     try:
         return (pgdata / PIDS_FILE).stat().st_mtime
@@ -108,8 +108,8 @@ def watch(
     Meanwhile ``host``, if given, runs the commands sent to it. Returns why it ended:
     ``stopped``, ``gone`` (stopped by someone else), ``replaced`` (another watchdog took over)
     or ``stale`` (a command came from other kg code: the next watchdog hosts that)."""
-    from kg.db.handles import prune_locked, server_lock
-    from kg.db.server_control import _postmaster, _stop
+    from kg.host.handles import prune_locked, server_lock
+    from kg.host.server_control import _postmaster, _stop
 
     (pgdata / WATCHDOG_FILE).write_text(f"{os.getpid()}\n", encoding="utf-8")
     busy = time.time()
@@ -147,11 +147,11 @@ def main(argv: list[str]) -> int:
     pgdata = Path(argv[0])
     seconds = float(argv[1])
     signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(0))  # clean up, then exit
-    from kg.cli.resident import RESIDENT_ENV  # standard library only, like this module
+    from kg.host.resident import RESIDENT_ENV  # standard library only, like this module
 
     host = None
     if os.environ.get(RESIDENT_ENV, "").strip() != "0":
-        from kg.cli.resident_host import CommandHost
+        from kg.host.resident_host import CommandHost
 
         host = CommandHost(pgdata.parent)
         if not host.open():

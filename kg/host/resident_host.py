@@ -1,8 +1,8 @@
 """The resident command host: a warm interpreter that runs ``kg`` commands by forking.
 
-It lives in the embedded server's idle watchdog (:mod:`kg.db.idle`), so it is up exactly while
+It lives in the embedded server's idle watchdog (:mod:`kg.host.idle`), so it is up exactly while
 the server is kept warm and stops with it. At start it imports what short commands need, then
-listens on :func:`kg.cli.resident.socket_path`. For each command line it forks: the child
+listens on :func:`kg.host.resident.socket_path`. For each command line it forks: the child
 takes the client's standard descriptors, environment, working folder and umask, runs the
 command as ``kg`` would in a process of its own (its exit handlers included, so it lets go of
 the server like any kg process), and exits; the host reports the child's exit status to the
@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kg.cli.resident import (
+from kg.host.resident import (
     EXITED,
     STALE,
     STARTED,
@@ -52,7 +52,7 @@ PRELOAD = (
     "migrations",
     "kg.events",
     "kg.runtime",
-    "kg.db.embedded",
+    "kg.host.embedded",
     "kg.db.connect",
     "kg.db.lost",
     "kg.ingest.service",

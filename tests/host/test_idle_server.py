@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil  # type: ignore[import-untyped]
 import pytest
 
-from kg.db.idle import watchdog_pid
+from kg.host.idle import watchdog_pid
 from tests.support import kg, wait_for
 
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from kg.cli import resident
-from kg.db.idle import watchdog_pid
+from kg.host import resident
+from kg.host.idle import watchdog_pid
 from tests.support import kg, wait_for
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil  # type: ignore[import-untyped]
 import pytest
 
-from kg.db import handles
+from kg.host import handles
 from tests.support import kg
 
 
@@ -188,7 +188,7 @@ def test_each_project_locks_its_own_server(tmp_path: Path) -> None:
             [
                 sys.executable,
                 "-c",
-                "import sys; from pathlib import Path; from kg.db import handles\n"
+                "import sys; from pathlib import Path; from kg.host import handles\n"
                 "handles.use_project_lock(Path(sys.argv[1]))\n"
                 "print(handles.wheel().PostgresServer._lock.acquire(blocking=False))\n",
                 str(b),
@@ -202,7 +202,7 @@ def test_each_project_locks_its_own_server(tmp_path: Path) -> None:
             [
                 sys.executable,
                 "-c",
-                "import sys; from pathlib import Path; from kg.db import handles\n"
+                "import sys; from pathlib import Path; from kg.host import handles\n"
                 "handles.use_project_lock(Path(sys.argv[1]))\n"
                 "print(handles.wheel().PostgresServer._lock.acquire(blocking=False))\n",
                 str(a),

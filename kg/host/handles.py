@@ -75,7 +75,7 @@ def use_project_lock(pgdata: Path) -> Any:
     runtime folder also depended on ``XDG_RUNTIME_DIR``, which platformdirs ignores unless it
     is a 0700 folder, so two shells could even disagree. The lock is a class attribute of the
     wheel's server, set here for the data folder at hand and returned, so that a server
-    object can keep its own (:func:`kg.db.embedded._server` pins it on the instance).
+    object can keep its own (:func:`kg.host.embedded._server` pins it on the instance).
     """
     server_class = wheel().PostgresServer
     path = pgdata.parent / LOCK_FILE
