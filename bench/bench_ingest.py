@@ -184,7 +184,7 @@ async def process_syncs(root: Path, first_edit: int, runs: int) -> dict[str, lis
     await asyncio.to_thread(compile_kg)
     commands = {
         "kg sync": [kg_console_script(), "sync"],
-        "hook": [sys.executable, "-m", "kg.ingest.hook_runner", "sync"],
+        "hook": [sys.executable, "-m", "kg.cli.hook_runner", "sync"],
     }
     env = user_env()
     seconds: dict[str, list[float]] = {name: [] for name in commands}

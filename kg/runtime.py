@@ -5,7 +5,7 @@ revision and opens the two pools. Everything user-facing is built on this one ob
 and the MCP tools are thin shells over the same functions.
 
 With ``KG_AS_OF_SCHEMA`` set to a kept replay (``kg audit replay``), the runtime reads the graph
-as it was at the replay's position instead, read-only: see :mod:`kg.audit.as_of`.
+as it was at the replay's position instead, read-only: see :mod:`kg.read.as_of`.
 """
 
 from __future__ import annotations
@@ -19,14 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 import asyncpg
 
-from kg.audit.as_of import (
-    AS_OF_ENV,
-    AsOf,
-    FrozenProjectionRunner,
-    ReadOnlyEventStore,
-    load_as_of,
-    search_path,
-)
 from kg.config import Scope, Settings, ensure_state_dir
 from kg.db import revision
 from kg.db.connect import create_pool, describe_database, resolve_database_url
@@ -36,6 +28,14 @@ from kg.errors import SchemaNotReadyError
 from kg.events import EventStore
 from kg.events.recent import RecentEvents
 from kg.projections import ProjectionContext, ProjectionRunner, default_projections
+from kg.read.as_of import (
+    AS_OF_ENV,
+    AsOf,
+    FrozenProjectionRunner,
+    ReadOnlyEventStore,
+    load_as_of,
+    search_path,
+)
 
 if TYPE_CHECKING:
     from kg.read.reader import Reader

@@ -17,7 +17,7 @@ import typer
 import typer._click as click  # Typer (0.29) builds on its own copy of Click: use its classes
 from typer.core import TyperCommand, TyperGroup
 
-# kg.audit.as_of.AS_OF_ENV, spelled here so that building the CLI does not import the audit.
+# kg.read.as_of.AS_OF_ENV, spelled here so that building the CLI does not import the audit.
 AS_OF_ENV = "KG_AS_OF_SCHEMA"
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import typer
 
-from kg.audit.as_of import AS_OF_ENV, list_replays
 from kg.cli.common import console, err_console, fail, run
+from kg.read.as_of import AS_OF_ENV, list_replays
 from kg.runtime import Runtime, open_runtime
 
 audit_app = typer.Typer(help="Verify and replay the audit trail.", no_args_is_help=True)

@@ -2,7 +2,7 @@
 
 The project's warm command host (:mod:`kg.host.resident`) runs the hook when it is up, so a
 commit does not pay for Python's start-up and kg's imports; otherwise
-:mod:`kg.ingest.hook_runner` runs here. This module imports nothing else first.
+:mod:`kg.cli.hook_runner` runs here. This module imports nothing else first.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ def main(argv: list[str]) -> int:
     status = run_in_host(argv, entry="hook")
     if status is not None:
         return status
-    from kg.ingest.hook_runner import main as run_here
+    from kg.cli.hook_runner import main as run_here
 
     return run_here(argv)
 

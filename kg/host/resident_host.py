@@ -73,7 +73,7 @@ PRELOAD = (
     "kg.cli.status_extras",
     "kg.cli.query",
     "kg.cli.context",
-    "kg.ingest.hook_runner",
+    "kg.cli.hook_runner",
     "kg.ingest.staged",
 )
 _REQUEST_TIMEOUT = 5.0
@@ -289,7 +289,7 @@ def _run_command(
 def _exit_code(entry: str, argv: list[str]) -> int:
     try:
         if entry == "hook":
-            from kg.ingest.hook_runner import main
+            from kg.cli.hook_runner import main
 
             return main(argv)
         from kg.cli.main import run_here

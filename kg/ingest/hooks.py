@@ -11,7 +11,7 @@
 
 The scripts call this Python interpreter (the one ``kg hooks install`` ran with) on
 :mod:`kg.cli.hook_entry`: the project's warm command host runs the hook when it is up, else
-:mod:`kg.ingest.hook_runner` (which imports far less than the CLI) runs in the hook's process,
+:mod:`kg.cli.hook_runner` (which imports far less than the CLI) runs in the hook's process,
 so a commit pays for a lint, not for loading every ``kg`` command.
 """
 

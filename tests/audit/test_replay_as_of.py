@@ -10,7 +10,6 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from kg.audit.as_of import AsOfReadOnlyError, list_replays
 from kg.audit.replay import create_replay_schema, drop_replay_schema
 from kg.audit.snapshot import drop_kept, materialise, resolve_until
 from kg.audit.verify import find_position_gaps, verify_tenant
@@ -21,6 +20,7 @@ from kg.errors import ConfigurationError, ValidationError
 from kg.events import EdgeAsserted, NodeAsserted, NodeRetired
 from kg.events.multi import StreamEvent, append_multi
 from kg.graph_queries import get_entity_neighbors
+from kg.read.as_of import AsOfReadOnlyError, list_replays
 from kg.runtime import Runtime, open_runtime
 from kg.search import search
 

@@ -9,10 +9,10 @@ import sys
 import pytest
 
 from backfill import importer
-from kg.audit import as_of
 from kg.cli import backfill as backfill_cli
 from kg.cli import main, sync_command
 from kg.cli.app import AS_OF_ENV, COMMANDS, load_command
+from kg.read import as_of
 
 
 def test_building_the_cli_imports_no_command_implementations() -> None:

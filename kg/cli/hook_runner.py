@@ -1,4 +1,4 @@
-"""What the git hooks run: ``python -m kg.ingest.hook_runner pre-commit|post-commit|sync``.
+"""What the git hooks run: ``python -m kg.cli.hook_runner pre-commit|post-commit|sync``.
 
 Kept apart from the CLI so that a commit does not import every command. ``post-commit`` and
 ``sync`` write one line per run to standard output, which the hook script appends to
@@ -93,7 +93,7 @@ def post_commit(root: Path, background_above: int) -> int:
         log = (root / ".kg" / LOG_FILE).open("a")
         with log:
             child = subprocess.Popen(
-                [sys.executable, "-m", "kg.ingest.hook_runner", "sync"],
+                [sys.executable, "-m", "kg.cli.hook_runner", "sync"],
                 cwd=root,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -174,7 +174,7 @@ def _rotate(log: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kg.ingest.hook_runner")
+    parser = argparse.ArgumentParser(prog="python -m kg.cli.hook_runner")
     parser.add_argument("hook", choices=("pre-commit", "post-commit", "sync"))
     parser.add_argument("--background-above", type=int, default=DEFAULT_BACKGROUND_ABOVE)
     args = parser.parse_args(argv)
