@@ -1,8 +1,9 @@
 """The application context shared by the CLI, the MCP server and the benchmarks.
 
-``open_runtime`` resolves the database (starting the embedded one if needed), checks the schema
-revision and opens the two pools. Everything user-facing is built on this one object, so the CLI
-and the MCP tools are thin shells over the same functions.
+``open_runtime`` connects to the database it is given (the local host's
+:func:`kg.host.database.open_runtime` starts the embedded one when no URL is set), checks the
+schema revision and opens the two pools. Everything user-facing is built on this one object,
+so the CLI and the MCP tools are thin shells over the same functions.
 
 With ``KG_AS_OF_SCHEMA`` set to a kept replay (``kg audit replay``), the runtime reads the graph
 as it was at the replay's position instead, read-only: see :mod:`kg.read.as_of`.
@@ -21,10 +22,10 @@ import asyncpg
 
 from kg.config import Scope, Settings, ensure_state_dir
 from kg.db import revision
-from kg.db.connect import create_pool, describe_database, resolve_database_url
+from kg.db.connect import create_pool, describe_database
 from kg.db.urls import redact
 from kg.embeddings import EmbeddingProvider, provider_from_config
-from kg.errors import SchemaNotReadyError
+from kg.errors import ConfigurationError, SchemaNotReadyError
 from kg.events import EventStore
 from kg.events.recent import RecentEvents
 from kg.projections import ProjectionContext, ProjectionRunner, default_projections
@@ -149,7 +150,12 @@ async def open_runtime(
     settings = settings or Settings.from_env()
     if settings.state_dir.exists():  # also gives a folder made by an older kg its .gitignore
         ensure_state_dir(settings.state_dir)
-    url = url or resolve_database_url(settings)
+    url = url or settings.database_url
+    if not url:
+        raise ConfigurationError(
+            "no database URL: set KG_DATABASE_URL, or open the runtime through "
+            "kg.host.database.open_runtime, which starts the project's embedded server"
+        )
     schema = as_of_schema or os.environ.get(AS_OF_ENV) or None
     path = search_path(schema) if schema else None
     limits: dict[str, Any] = {}

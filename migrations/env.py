@@ -17,9 +17,9 @@ def _url() -> str:
     if configured:
         return configured
     from kg.config import Settings
-    from kg.db.connect import resolve_database_url
+    from kg.host.database import database_url
 
-    return sqlalchemy_url(resolve_database_url(Settings.from_env()))
+    return sqlalchemy_url(database_url(Settings.from_env()))
 
 
 def run_migrations_offline() -> None:

@@ -8,8 +8,9 @@ from pathlib import Path
 import typer
 
 from kg.cli.common import console, err_console, fail, run
+from kg.host.database import open_runtime
 from kg.read.as_of import AS_OF_ENV, list_replays
-from kg.runtime import Runtime, open_runtime
+from kg.runtime import Runtime
 
 audit_app = typer.Typer(help="Verify and replay the audit trail.", no_args_is_help=True)
 

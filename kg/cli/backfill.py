@@ -66,7 +66,7 @@ def backfill(
     missing. Every row that cannot be imported is reported with the reason."""
     from backfill.importer import BackfillOptions, run_backfill
     from kg.cli.progress import shown
-    from kg.runtime import open_runtime
+    from kg.host.database import open_runtime
 
     async def go() -> tuple[BackfillReport, str | None]:
         with shown("backfill") as progress:

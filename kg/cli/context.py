@@ -53,7 +53,7 @@ def build(
     from kg.config import Settings
     from kg.context.service import build_context_graph
     from kg.events import EventMetadata
-    from kg.runtime import open_runtime
+    from kg.host.database import open_runtime
 
     request = run_parse(
         anchors=anchor or None,
@@ -111,7 +111,7 @@ def use(
 ) -> None:
     """Record that a tool call used a context graph (ContextGraphUsed)."""
     from kg.context.service import record_context_usage
-    from kg.runtime import open_runtime
+    from kg.host.database import open_runtime
 
     async def go() -> None:
         async with open_runtime() as rt:
@@ -130,7 +130,7 @@ def node(
 ) -> None:
     """Print one node in full (a context graph shows only the passages matching its task)."""
     from kg.graph_queries import get_node
-    from kg.runtime import open_runtime
+    from kg.host.database import open_runtime
 
     async def go() -> None:
         async with open_runtime() as rt:

@@ -15,9 +15,10 @@ def _migrate(revision: str, down: bool = False) -> str:
 
     async def go() -> str:
         from kg.db import migrate  # Alembic costs ~0.5 s to import: only where it is used
-        from kg.db.connect import describe_database, resolve_database_url
+        from kg.db.connect import describe_database
+        from kg.host.database import database_url
 
-        url = resolve_database_url(settings)
+        url = database_url(settings)
         if down:
             migrate.downgrade(url, revision)
         else:
@@ -67,7 +68,7 @@ def status() -> None:
     """Which database is in use, its schema revision, the event count and the last position."""
     from kg.db import revision
     from kg.db.connect import APP_PASSWORD_ENV, APP_ROLE, SET_ROLE_FALLBACK
-    from kg.runtime import open_runtime
+    from kg.host.database import open_runtime
 
     async def go() -> None:
         async with open_runtime() as rt:

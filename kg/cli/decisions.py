@@ -34,7 +34,7 @@ def record(
     """Record a decision and what informed it (DecisionRecorded)."""
     from kg.decisions import record_decision
     from kg.events import EventMetadata
-    from kg.runtime import open_runtime
+    from kg.host.database import open_runtime
 
     async def go() -> None:
         async with open_runtime() as rt:
@@ -103,8 +103,8 @@ def lineage(
     """What a decision was based on (upstream) and what it informed (downstream)."""
     if fmt not in ("tree", "json", "mermaid"):
         fail(f"--format {fmt!r} is unknown: use tree, json or mermaid")
+    from kg.host.database import open_runtime
     from kg.lineage import trace_decision_lineage
-    from kg.runtime import open_runtime
 
     async def go() -> None:
         async with open_runtime() as rt:

@@ -19,7 +19,7 @@ def demo() -> None:
     from kg.context.service import build_context_graph, parse_request
     from kg.demo import seed_demo
     from kg.events import EventMetadata
-    from kg.runtime import open_runtime
+    from kg.host.database import open_runtime
 
     db.init()
 

@@ -55,7 +55,7 @@ def erase(
     are listed as not erasable (see README, 'Erasure')."""
     from kg.erasure import Selection, build_receipt, check_receipt, erase, plan_erasure
     from kg.errors import ValidationError
-    from kg.runtime import open_runtime
+    from kg.host.database import open_runtime
 
     if check is not None:
         receipt = json.loads(check.read_text(encoding="utf-8"))

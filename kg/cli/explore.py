@@ -21,7 +21,7 @@ def path(
     """The shortest path between two nodes over edges of any type and direction, never
     through a node a policy denies."""
     from kg.graph_queries import find_path
-    from kg.runtime import open_runtime
+    from kg.host.database import open_runtime
 
     async def go() -> dict[str, Any]:
         async with open_runtime() as rt:
@@ -53,7 +53,7 @@ def nodes(
 ) -> None:
     """The graph's node types with their counts, or the nodes of one type (--type)."""
     from kg.graph_queries import list_nodes
-    from kg.runtime import open_runtime
+    from kg.host.database import open_runtime
 
     async def go() -> dict[str, Any]:
         async with open_runtime() as rt:

@@ -147,8 +147,8 @@ def hook_timeout() -> float:
 
 async def _sync(*, foreground: bool = False) -> str:
     from kg.embeddings.factory import preload_in_background
+    from kg.host.database import open_runtime
     from kg.ingest.service import sync_project
-    from kg.runtime import open_runtime
 
     preload_in_background()  # numpy loads while the database and git are being asked
 

@@ -101,7 +101,7 @@ def inspect(
 ) -> None:
     """Show a node's dependency tree: its edges out and in, to DEPTH hops."""
     from kg.graph_queries import get_entity_neighbors
-    from kg.runtime import open_runtime
+    from kg.host.database import open_runtime
 
     async def go() -> Neighbourhood:
         async with open_runtime() as rt:

@@ -20,7 +20,7 @@ def status() -> None:
     """Each projection's checkpoint in the tenant's log and its lag behind that log."""
 
     async def go() -> None:
-        from kg.runtime import open_runtime
+        from kg.host.database import open_runtime
 
         async with open_runtime() as rt:
             table = Table("projection", "position", "lag")
@@ -39,7 +39,7 @@ def catch_up(
 
     async def go() -> None:
         from kg.cli.progress import shown
-        from kg.runtime import open_runtime
+        from kg.host.database import open_runtime
 
         async with open_runtime() as rt:
             rt.runner.batch_size = batch_size
@@ -58,7 +58,7 @@ def rebuild(
 
     async def go() -> None:
         from kg.cli.progress import shown
-        from kg.runtime import open_runtime
+        from kg.host.database import open_runtime
 
         async with open_runtime() as rt:
             with shown("rebuild") as rt.runner.ctx.progress:
@@ -80,7 +80,7 @@ def run_forever() -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        from kg.runtime import open_runtime
+        from kg.host.database import open_runtime
 
         async with open_runtime() as rt:
             console.print("tailing the log; Ctrl-C to stop")

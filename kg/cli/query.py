@@ -22,7 +22,7 @@ def query(
 ) -> None:
     """Find nodes by full text, meaning, or both (reciprocal rank fusion); policy-checked."""
     from kg.graph_queries import query_knowledge_graph
-    from kg.runtime import open_runtime
+    from kg.host.database import open_runtime
 
     async def go() -> None:
         async with open_runtime() as rt:

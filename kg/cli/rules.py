@@ -52,7 +52,7 @@ def detect(
 ) -> None:
     """Detect a task's layer, topics and technologies, each with its evidence."""
     from kg.directives import service
-    from kg.runtime import open_runtime
+    from kg.host.database import open_runtime
 
     diff_text = _read_diff(diff)
 
@@ -92,7 +92,7 @@ def query(
     """Serve the directives that apply to a task as a checklist, and log what was served."""
     from kg.directives import service
     from kg.events import EventMetadata
-    from kg.runtime import open_runtime
+    from kg.host.database import open_runtime
 
     diff_text = _read_diff(diff)
 

@@ -40,8 +40,8 @@ def sync(full: bool, max_bytes: int = DEFAULT_MAX_BYTES) -> int:
     """Run the sync, print its summary and problems; the exit code (1: failed files)."""
     from kg.cli.progress import shown
     from kg.embeddings.factory import preload_in_background
+    from kg.host.database import open_runtime
     from kg.ingest.service import sync_project
-    from kg.runtime import open_runtime
 
     # numpy loads while the database and git are being asked; started only now, after this
     # thread's own imports, with which it would merely share the interpreter (~0.1 s lost).

@@ -1,4 +1,4 @@
-"""Connections: resolve which database to use and open asyncpg pools with actionable errors.
+"""Connections: open asyncpg pools on a given URL, with actionable errors.
 
 Two kinds of pool exist on purpose:
 
@@ -22,16 +22,6 @@ from kg.errors import DatabaseUnavailableError
 from kg.json_text import decode_json
 
 APP_ROLE = "kg_app"
-
-
-def resolve_database_url(settings: Settings, *, keep_running: bool = False) -> str:
-    """``KG_DATABASE_URL`` when set, else the URL of the project's embedded server (started)."""
-    if settings.database_url:
-        return settings.database_url
-    from kg.config import ensure_state_dir
-    from kg.host.embedded import start_embedded
-
-    return start_embedded(ensure_state_dir(settings.state_dir), keep_running=keep_running)
 
 
 def describe_database(settings: Settings, url: str) -> str:

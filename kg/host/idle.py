@@ -2,9 +2,10 @@
 
 Starting PostgreSQL costs every ``kg`` command ~0.3 s, and a developer runs many in a row
 (a commit's hook, ``kg status``, a query). So the server is not stopped when the last ``kg``
-process lets go of it: that process starts a small watchdog (``python -m kg.host.idle``, one
-per data folder, detached) which stops the server once no ``kg`` process has held it for
-``KG_SERVER_IDLE`` seconds (default 900; ``0`` stops it with the last process, as before).
+process lets go of it: that process starts a small watchdog (``python -m kg.cli.watchdog``,
+which runs :func:`main` here; one per data folder, detached) which stops the server once no
+``kg`` process has held it for ``KG_SERVER_IDLE`` seconds (default 900; ``0`` stops it with
+the last process, as before).
 
 The watchdog decides under the wheel's inter-process lock, which every ``kg`` holds while it
 attaches: a command that attaches either does so before the check (and counts as a holder)
@@ -30,12 +31,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from kg.host.resident_host import CommandHost
 
 IDLE_ENV = "KG_SERVER_IDLE"
 DEFAULT_IDLE_SECONDS = 900.0
 WATCHDOG_FILE = "kg-idle-watchdog.pid"
 _POLL_SECONDS = 15.0
+#: the watchdog process's entry module: the entry point that gives the resident host the
+#: commands it runs. Started by name, so the local host never imports the CLI.
+WATCHDOG_MODULE = "kg.cli.watchdog"
 
 
 def idle_seconds() -> float:
@@ -61,7 +67,7 @@ def watchdog_pid(pgdata: Path) -> int | None:
         command = " ".join(process.cmdline())
     except (OSError, ValueError, IndexError, psutil.Error):
         return None
-    return pid if "kg.host.idle" in command and str(pgdata) in command else None
+    return pid if WATCHDOG_MODULE in command and str(pgdata) in command else None
 
 
 def stop_watchdog(pgdata: Path) -> None:
@@ -83,7 +89,7 @@ def ensure_watchdog(pgdata: Path, seconds: float) -> None:
         return
     with contextlib.suppress(OSError):
         subprocess.Popen(
-            [sys.executable, "-m", "kg.host.idle", str(pgdata), str(seconds)],
+            [sys.executable, "-m", WATCHDOG_MODULE, str(pgdata), str(seconds)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -109,7 +115,7 @@ def watch(
     ``stopped``, ``gone`` (stopped by someone else), ``replaced`` (another watchdog took over)
     or ``stale`` (a command came from other kg code: the next watchdog hosts that)."""
     from kg.host.handles import prune_locked, server_lock
-    from kg.host.server_control import _postmaster, _stop
+    from kg.host.postmaster import find_postmaster, stop_postmaster
 
     (pgdata / WATCHDOG_FILE).write_text(f"{os.getpid()}\n", encoding="utf-8")
     busy = time.time()
@@ -126,7 +132,7 @@ def watch(
             time.sleep(wait)
         if watchdog_pid(pgdata) != os.getpid():
             return "replaced"
-        found = _postmaster(pgdata)
+        found = find_postmaster(pgdata)
         if found is None:
             return "gone"
         with server_lock(pgdata):
@@ -137,11 +143,13 @@ def watch(
                 continue
             if time.time() - busy < seconds:
                 continue
-            _stop(pgdata, found[0])
+            stop_postmaster(pgdata, found[0])
             return "stopped"
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], make_host: Callable[[Path], CommandHost] | None = None) -> int:
+    """The watchdog of ``argv`` = [pgdata, seconds]; ``make_host`` builds the resident
+    command host for the project's state folder (none: the watchdog only stops the server)."""
     import signal
 
     pgdata = Path(argv[0])
@@ -150,10 +158,8 @@ def main(argv: list[str]) -> int:
     from kg.host.resident import RESIDENT_ENV  # standard library only, like this module
 
     host = None
-    if os.environ.get(RESIDENT_ENV, "").strip() != "0":
-        from kg.host.resident_host import CommandHost
-
-        host = CommandHost(pgdata.parent)
+    if make_host is not None and os.environ.get(RESIDENT_ENV, "").strip() != "0":
+        host = make_host(pgdata.parent)
         if not host.open():
             host = None
     try:
@@ -165,7 +171,3 @@ def main(argv: list[str]) -> int:
             if int((pgdata / WATCHDOG_FILE).read_text().split()[0]) == os.getpid():
                 (pgdata / WATCHDOG_FILE).unlink()
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

