@@ -48,7 +48,7 @@ async def serve(
     if http:
         check_binding(bind_host, secret)  # before the database is even opened
 
-    from kg.runtime import open_runtime
+    from kg.host.database import open_runtime
     from mcp_server.server import LogLevel, create_server
 
     # Opened here rather than in the server's lifespan so that a database problem is a

@@ -45,7 +45,8 @@ from mcp_types import (
 from kg.db.lost import as_unavailable
 from kg.errors import KgError
 from kg.events.base import describe_validation_error
-from kg.runtime import Runtime, open_runtime
+from kg.host.database import open_runtime
+from kg.runtime import Runtime
 from kg.validation import bounded
 from mcp_server import logs, resources
 from mcp_server.memory_tools import memory_tools
