@@ -4,11 +4,11 @@ build, and a no-op policy sync.
 On a fresh database with the synthetic graph (``--nodes``, 6 edges per node), four figures,
 each the median (and p95) of ``--calls`` repetitions, in two policy sets:
 
-* ``check``: :func:`kg.policies.enforce.check` for 3 named nodes, what every MCP tool call and
+* ``check``: :func:`kg.governance.enforce.check` for 3 named nodes, what every MCP tool call and
   CLI command now runs first (catch-up, policies, the nodes' rows, the verdict);
 * ``build``: an anchor build (3 anchors, depth 2, 128 nodes), where every reached node is
   checked against every policy's selectors;
-* ``sync``: :func:`kg.policies.sync.apply_policy_files` with the files unchanged (read and
+* ``sync``: :func:`kg.governance.sync.apply_policy_files` with the files unchanged (read and
   parse the YAML, compare with the graph's policies, append nothing).
 
 Policy sets: ``none`` (no policy at all) and ``files`` (20 policies in 5 files: path-glob
@@ -40,8 +40,8 @@ from kg.context.service import build_in_snapshot, parse_request
 from kg.db.connect import create_pool
 from kg.embeddings import HashingEmbedder
 from kg.events import EventMetadata
-from kg.policies.enforce import check
-from kg.policies.sync import apply_policy_files
+from kg.governance.enforce import check
+from kg.governance.sync import apply_policy_files
 from kg.runtime import Runtime
 
 SCOPE = Scope("bench", "p")

@@ -31,7 +31,7 @@ async def resolve_all(reader: GraphReader, gov: Governance, refs: Sequence[str])
     if not names:
         return list(refs)
     # Imported here: the read path loads the parser's package only when a name is looked up.
-    from kg.ingest.entities.names import lookup_keys
+    from kg.read.entity_names import lookup_keys
 
     keys = {ref: lookup_keys(ref) for ref in names}
     rows = await reader.entities_keyed(sorted({k for ks in keys.values() for k in ks}))

@@ -30,7 +30,7 @@ from mcp_types import Resource
 
 from kg import browse
 from kg.errors import KgError, NotFoundError
-from kg.ingest.entities.names import ENTITY
+from kg.read.entity_names import ENTITY
 from kg.runtime import Runtime
 from mcp_server.state import KgContext, runtime_of
 

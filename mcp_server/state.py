@@ -9,7 +9,7 @@ from typing import Any
 from mcp.server.mcpserver import Context
 
 from kg.events import EventMetadata
-from kg.policies.enforce import require
+from kg.governance.enforce import require
 from kg.runtime import Runtime
 from kg.validation import without_controls
 

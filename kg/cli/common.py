@@ -56,7 +56,7 @@ async def allowed(rt: Runtime, action: str, node_ids: Sequence[str] = ()) -> Non
     """Refuse (and log) the command unless policies let the CLI user (``cli:<login>``, or
     ``KG_ACTOR``) run ``action`` (the MCP tool it mirrors) on ``node_ids``."""
     from kg.events import EventMetadata
-    from kg.policies.enforce import cli_actor, require
+    from kg.governance.enforce import cli_actor, require
 
     actor = cli_actor()
     await require(rt, actor, action, node_ids, EventMetadata(actor=actor))

@@ -57,12 +57,12 @@ async def _examples(rt: Runtime) -> None:
     is broken on purpose) and show one epic's dependency tree."""
     from kg.cli.inspect_node import build_tree
     from kg.events import EventMetadata
+    from kg.governance.enforce import check, cli_actor
+    from kg.governance.explain import explain_node
+    from kg.governance.sync import apply_policy_files
     from kg.graph_queries import get_entity_neighbors
     from kg.ingest.examples import EXAMPLES_SCOPE, examples_root, examples_runtime
     from kg.ingest.service import ingest_paths, lint_project
-    from kg.policies.enforce import check, cli_actor
-    from kg.policies.explain import explain_node
-    from kg.policies.sync import apply_policy_files
 
     root = examples_root()
     if root is None:

@@ -23,9 +23,9 @@ def memory(
 ) -> None:
     """Import the entities, observations and relations of a memory.jsonl, each event naming
     its line (source: memory.jsonl:12). Idempotent: a rerun appends only what is new."""
+    from kg.governance.enforce import cli_actor, require
     from kg.host.database import open_runtime
     from kg.memory.importer import import_memory
-    from kg.policies.enforce import cli_actor, require
 
     def progress(done: int, total: int) -> None:
         sys.stderr.write(f"imported {done} of {total} lines\n")

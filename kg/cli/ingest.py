@@ -74,10 +74,10 @@ def ingest(
     """
     from kg.cli.progress import shown
     from kg.events import EventMetadata
+    from kg.governance.enforce import cli_actor
+    from kg.governance.sync import PolicySync, apply_policy_files
     from kg.host.database import open_runtime
     from kg.ingest.service import ingest_paths
-    from kg.policies.enforce import cli_actor
-    from kg.policies.sync import PolicySync, apply_policy_files
 
     async def go() -> tuple[PolicySync, IngestReport]:
         with shown("ingest") as progress:

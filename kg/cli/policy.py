@@ -29,8 +29,8 @@ def list_policies(
 ) -> None:
     """Every policy of the project: effect, selectors, actors and actions, the file that
     declares it and the log position since which it holds."""
+    from kg.governance.sync import project_policies
     from kg.host.database import open_runtime
-    from kg.policies.sync import project_policies
 
     async def go() -> list[dict[str, object]]:
         async with open_runtime() as rt:
@@ -72,8 +72,8 @@ def explain(
     """Which policies apply to a node, through which GOVERNED_BY edge or selector (path glob,
     label, type, node id, scope), since which log position, and what they decide."""
     from kg.cli.inspect_node import resolve_node
+    from kg.governance.explain import Explanation, explain_node
     from kg.host.database import open_runtime
-    from kg.policies.explain import Explanation, explain_node
 
     async def go() -> Explanation:
         async with open_runtime() as rt:
@@ -116,8 +116,8 @@ def test(
 ) -> None:
     """What the working tree's policy files would newly deny, redact or allow once synced,
     against the policies the graph holds now. Writes nothing; exit code 1 on a file error."""
+    from kg.governance.explain import PolicyPreview, preview_policy_files
     from kg.host.database import open_runtime
-    from kg.policies.explain import PolicyPreview, preview_policy_files
 
     drafts = [Path(f).absolute() for f in files or []]
 

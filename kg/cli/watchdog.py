@@ -33,7 +33,7 @@ PRELOAD = (
     "kg.ingest.pipeline",
     "kg.ingest.code.stage",
     "kg.directives.files",
-    "kg.policies.sync",
+    "kg.governance.sync",
     "kg.read.governed",
     "kg.graph_queries",
     "kg.search",

@@ -26,7 +26,6 @@ from kg.context.fit import (
     structured_tokens,
 )
 from kg.context.graph_hash import graph_hash
-from kg.context.passages import terms
 from kg.context.render import estimate_tokens, render
 from kg.context.request import ContextRequest
 from kg.context.result import Budget, ContextEdge, ContextGraph, ContextNode, GovernanceSummary
@@ -36,6 +35,7 @@ from kg.embeddings.base import EmbeddingProvider
 from kg.embeddings.cache import query_vector
 from kg.errors import NotFoundError, ValidationError
 from kg.ingest.model import PARENT_OF
+from kg.passages import terms
 from kg.policies.evaluate import Governance
 from kg.policies.model import NodeVerdict, Policy
 from kg.projections.graph_reader import EdgeRow, NodeRow

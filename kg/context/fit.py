@@ -2,7 +2,7 @@
 
 The budget bounds both forms an agent may read: the Markdown rendering and the structured
 nodes and edges (as JSON). A node shows the passages of its content that match the task (see
-:mod:`kg.context.passages`), under its heading path, within a per-node allowance that grows with
+:mod:`kg.passages`), under its heading path, within a per-node allowance that grows with
 the budget; a node that no longer fits whole is shown shorter if a useful excerpt still fits.
 """
 
@@ -14,10 +14,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kg.breadcrumbs import breadcrumb, headings_above
-from kg.context.passages import excerpt
 from kg.context.render import edge_line, estimate_tokens, node_line
 from kg.context.result import ContextEdge, ContextNode, edge_dict, node_dict
 from kg.ingest.diff import SOURCE_KEY
+from kg.passages import excerpt
 from kg.policies.redaction import REDACTED
 from kg.projections.graph_reader import NodeRow
 

@@ -41,7 +41,7 @@ def passage_texts(name: str, content: str, place: str = "") -> list[str]:
     (or name) and the passage, so every passage knows which section it belongs to."""
     if len(content) <= PASSAGES_FROM_CHARS:
         return []
-    from kg.context.passages import split_passages
+    from kg.passages import split_passages
 
     packed: list[str] = []
     for passage in split_passages(content, PASSAGE_EMBED_CHARS):

@@ -28,10 +28,10 @@ from kg.events import EdgeAsserted, EdgeRetracted, EdgesAsserted, NodeAsserted, 
 from kg.events.base import DomainEvent
 from kg.events.hashing import canonical_json
 from kg.events.knowledge import MAX_EDGES_PER_EVENT, AssertedEdge
-from kg.ingest.entities.names import ENTITY
 from kg.ingest.entities.relations import RelationLedger
 from kg.ingest.model import DOCUMENT, REQUIREMENT, ParsedDocument, ParsedEdge, ParsedNode
 from kg.ingest.schema_map import SchemaMap
+from kg.read.entity_names import ENTITY
 
 # Bump when parsing rules change what a file produces, so unchanged files are re-derived.
 # 2: section heading path and document status in properties. 3: labels from front matter.

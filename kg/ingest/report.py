@@ -98,7 +98,7 @@ class SyncReport:
     reason: str = ""
     paths: list[str] = field(default_factory=list)
     ingest: IngestReport | None = None
-    #: what applying the policy files did (kg.policies.sync), '' when the project has none
+    #: what applying the policy files did (kg.governance.sync), '' when the project has none
     policies: str = ""
 
     def summary(self) -> str:

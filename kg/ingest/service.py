@@ -60,7 +60,7 @@ async def ingest_paths(
     ``metadata`` (default: ``actor`` alone) goes with every event, plus the file it came from
     as ``source``; an MCP tool passes its session and tool call here. One correlation id ties
     the run's events together. ``acting`` (default: the metadata's actor) is who policies
-    must allow to ingest the files (``kg.policies.enforce``).
+    must allow to ingest the files (``kg.governance.enforce``).
 
     A file over ``max_bytes``, binary or not UTF-8 is skipped with a warning (``unreadable``);
     folders are scanned without what git or the project's ``.kgignore`` ignore
@@ -97,7 +97,7 @@ async def _require_ingest(
     rt: Runtime, actor: str, targets: Targets, metadata: EventMetadata
 ) -> None:
     """Policies must let ``actor`` ingest (``ingest_markdown``) every file it would touch."""
-    from kg.policies.enforce import require  # the graph side loads with the first read
+    from kg.governance.enforce import require  # the graph side loads with the first read
 
     files = [*targets.files, *targets.missing]
     await require(rt, actor, "ingest_markdown", [document_id(f) for f in files], metadata)
@@ -139,8 +139,8 @@ async def sync_project(
     the log the last sync ended at (reset, restored, replaced). The synced commit and that log
     mark are recorded in ``.kg/sync-state.json``; syncs of one project run one at a time.
 
-    The project's policy files are applied first (:mod:`kg.policies.sync`: only changes are
-    appended). ``acting`` (default: the CLI user, :func:`~kg.policies.enforce.cli_actor`) is
+    The project's policy files are applied first (:mod:`kg.governance.sync`: only changes are
+    appended). ``acting`` (default: the CLI user, :func:`~kg.governance.enforce.cli_actor`) is
     who policies must allow to ingest the changed files; a refusal writes nothing and
     records no sync, so the next sync tries the same commits again. Files git or
     ``.kgignore`` ignore are left out, as in :func:`ingest_paths`.
@@ -163,8 +163,8 @@ async def sync_project(
             changes = await asyncio.to_thread(gitio.changed_between, root, last, head)
             if any(c.path in SCHEMA_FILES for c in changes):
                 reason = "the schema map changed"
-        from kg.policies.enforce import cli_actor
-        from kg.policies.sync import apply_policy_files
+        from kg.governance.enforce import cli_actor
+        from kg.governance.sync import apply_policy_files
 
         meta = EventMetadata(actor=actor)
         policies = await apply_policy_files(rt, meta)
@@ -246,8 +246,8 @@ def lint_files(
     root: Path, paths: Sequence[Path | str] | None = None, *, workers: int = 1
 ) -> list[ParseProblem]:
     """:func:`lint_project` without the event loop."""
-    from kg.policies.files import load_policy_files, policy_folder
-    from kg.policies.lint import lint_policy_files
+    from kg.governance.files import load_policy_files, policy_folder
+    from kg.governance.lint import lint_policy_files
 
     schema = load_schema_map(root)
     docs = parse_project(root, schema=schema, workers=workers)
@@ -274,7 +274,7 @@ def lint_files(
 
 def _covers_policy_files(root: Path, path: Path | str, folder: str) -> bool:
     """Whether a lint argument is the policy folder, a file in it, or a folder above it."""
-    from kg.policies.files import is_policy_file
+    from kg.governance.files import is_policy_file
 
     rel = _project_relative(root, path)
     if rel is None:
@@ -292,8 +292,8 @@ def _project_relative(root: Path, path: Path | str) -> str | None:
 
 def _names_policy_files(root: Path, path: Path | str, folder: str) -> bool:
     """Whether a lint argument is the policy folder or a file in it (not Markdown: linted by
-    :mod:`kg.policies.lint`, not resolved as a spec)."""
-    from kg.policies.files import is_policy_file
+    :mod:`kg.governance.lint`, not resolved as a spec)."""
+    from kg.governance.files import is_policy_file
 
     rel = _project_relative(root, path)
     return rel is not None and (rel == folder or is_policy_file(rel, folder))

@@ -107,8 +107,8 @@ def lint_staged(root: Path) -> list[ParseProblem]:
 
 def _lint_staged_policies(root: Path, changes: list[gitio.Change]) -> list[ParseProblem]:
     """The staged policy files, checked as staged, when the commit touches any of them."""
-    from kg.policies.files import is_policy_file, policy_folder
-    from kg.policies.lint import lint_policy_texts
+    from kg.governance.files import is_policy_file, policy_folder
+    from kg.governance.lint import lint_policy_texts
 
     folder = policy_folder(root)
     if not any(is_policy_file(c.path, folder) for c in changes):

@@ -11,7 +11,7 @@ from mcp_types import Implementation
 
 from kg.audit.trail import TrailFilter, trail
 from kg.events import EventMetadata
-from kg.policies.sync import apply_policy_files
+from kg.governance.sync import apply_policy_files
 from kg.runtime import Runtime
 from mcp_server.server import create_server
 from tests.mcp.client import error_text, ok

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from kg.events import EventMetadata, PolicyDefined
 from kg.events.policy import PolicyRule
+from kg.governance.enforce import check
 from kg.policies.actions import Subject, authorize
-from kg.policies.enforce import check
 from kg.policies.model import Policy
 from kg.runtime import Runtime
 

@@ -29,14 +29,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kg.ingest.entities.config import EntityConfig
-from kg.ingest.entities.names import (
+from kg.ingest.model import ParsedEdge, ParsedNode
+from kg.read.entity_names import (
     ENTITY,
     endpoint_name,
     entity_id,
     term_key,
     term_name,
 )
-from kg.ingest.model import ParsedEdge, ParsedNode
 
 MENTIONS = "MENTIONS"
 DEFINES = "DEFINES"

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from kg.events import EventMetadata, PendingEvent, PolicyChanged, PolicyDefined, PolicyRetired
 from kg.events.base import DomainEvent
 from kg.events.multi import StreamEvent
+from kg.governance.files import PolicyFiles, PolicySpec, load_policy_files
 from kg.ingest.model import ParseProblem
-from kg.policies.files import PolicyFiles, PolicySpec, load_policy_files
 from kg.policies.model import Policy
 from kg.runtime import Runtime
 

@@ -18,7 +18,7 @@ Every ``*.yaml`` / ``*.yml`` under ``.kg/policies/`` (or the project-relative fo
 
 Loading is pure (no database): :func:`load_policy_files` returns the policies with the
 ``file:line`` each was declared at, and every problem found, also as ``file:line``.
-:mod:`kg.policies.sync` turns them into events; ``kg lint`` reports the problems.
+:mod:`kg.governance.sync` turns them into events; ``kg lint`` reports the problems.
 """
 
 from __future__ import annotations

@@ -19,9 +19,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from kg.governance.files import PolicyFiles, PolicySpec, load_policy_files
 from kg.ingest.model import ParsedDocument, ParseProblem
 from kg.policies.actions import Subject, action_in, gating_for
-from kg.policies.files import PolicyFiles, PolicySpec, load_policy_files
 from kg.policies.model import Policy, path_matches
 
 _FILE_IDS = ("document:", "section:", "requirement:")

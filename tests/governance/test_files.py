@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kg.governance.files import DEFAULT_POLICY_ID, load_policy_files
 from kg.ingest.service import lint_files
-from kg.policies.files import DEFAULT_POLICY_ID, load_policy_files
 
 
 def write(root: Path, rel: str, text: str) -> None:

@@ -10,9 +10,9 @@ import pytest
 from kg import graph_queries
 from kg.errors import PolicyDeniedError
 from kg.events import EventMetadata
+from kg.governance.explain import explain_node, preview_policy_files
+from kg.governance.sync import apply_policy_files, project_policies
 from kg.ingest.service import ingest_paths
-from kg.policies.explain import explain_node, preview_policy_files
-from kg.policies.sync import apply_policy_files, project_policies
 from kg.runtime import Runtime
 from tests.support import append_raw
 

@@ -13,12 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kg.governance.files import PolicyFiles, load_policy_files, policy_folder
+from kg.governance.sync import plan
 from kg.ingest.model import ParseProblem
 from kg.policies.actions import Subject, gating_for
 from kg.policies.evaluate import Governance
-from kg.policies.files import PolicyFiles, load_policy_files, policy_folder
 from kg.policies.model import Policy
-from kg.policies.sync import plan
 from kg.runtime import Runtime
 
 
