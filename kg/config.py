@@ -13,11 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from kg.context.request import DEFAULT_TOKEN_BUDGET
 from kg.errors import ConfigurationError
 from kg.paths import find_project_root
 
 _SCOPE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+#: tokens a context graph may use, unless a request or KG_TOKEN_BUDGET says otherwise
+DEFAULT_TOKEN_BUDGET = 800
 
 
 def check_scope_id(kind: str, value: str) -> str:

@@ -7,7 +7,6 @@ to it put the schema first on the search_path, so every read path runs unchanged
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -16,30 +15,10 @@ import asyncpg
 from kg.db.connect import create_pool
 from kg.db.functions import fulltext_bm25_sql
 from kg.embeddings.base import EmbeddingProvider
-from kg.errors import ValidationError
 from kg.progress import NO_PROGRESS, Progress
 from kg.projections import ProjectionContext, ProjectionRunner, default_projections
 from kg.projections.normalise import RETIRES_NODES
-
-REPLAYED_TABLES = (
-    "projection_checkpoints",
-    "kg_embedding_index",
-    "kg_nodes",
-    "kg_passages",
-    "kg_edges",
-    "context_graphs",
-    "context_graph_usage",
-)
-_SCHEMA = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
-
-
-def check_schema_name(schema: str) -> str:
-    if not _SCHEMA.match(schema) or schema in {"public", "pg_catalog", "information_schema"}:
-        raise ValidationError(
-            f"schema name {schema!r} is not allowed: use lowercase letters, digits and '_' "
-            "(not public)"
-        )
-    return schema
+from kg.read.as_of import REPLAYED_TABLES, check_schema_name
 
 
 async def create_replay_schema(pool: asyncpg.Pool, schema: str) -> None:

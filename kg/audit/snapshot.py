@@ -7,12 +7,12 @@ from datetime import UTC, datetime
 
 import asyncpg
 
-from kg.audit.replay import check_schema_name, create_replay_schema, drop_replay_schema, replay
+from kg.audit.replay import create_replay_schema, drop_replay_schema, replay
 from kg.embeddings.base import EmbeddingProvider
 from kg.errors import ValidationError
 from kg.events.store import log_head, log_head_sql
 from kg.progress import NO_PROGRESS, Progress
-from kg.read.as_of import AsOf, freeze_replay_schema
+from kg.read.as_of import AsOf, check_schema_name, freeze_replay_schema
 
 # The longest prefix of the tenant's log recorded at or before the time. Positions follow
 # commit order, but recorded_at is taken just before an append waits for the tenant's lock, so

@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from kg.config import DEFAULT_TOKEN_BUDGET
 from kg.validation import IdStr, QueryStr, ShortStr
 
 Mode = Literal["anchor", "semantic", "policy_first"]
@@ -14,7 +15,6 @@ Ids = Annotated[tuple[IdStr, ...], Field(max_length=1000)]
 
 #: The one declared default token budget (CLI, MCP tool and project config reuse it): a build
 #: fits a prompt, and the budget bounds the structured result as much as the rendering.
-DEFAULT_TOKEN_BUDGET = 800
 # Semantic anchors a build asks for by default: one per TOKENS_PER_ANCHOR of its budget, at
 # least DEFAULT_K and at most MAX_DEFAULT_K (800 tokens: 16). Past the first LEAD_NODES, a node
 # shows a shorter excerpt (kg.context.fit), so about this many fit; 8 anchors at 800 tokens

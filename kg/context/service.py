@@ -41,6 +41,15 @@ async def build_in_snapshot(
         return await build_with_rules(snap, id(pool), request, embedder)
 
 
+async def _build(
+    snap: Snapshot, request: ContextRequest, embedder: EmbeddingProvider | None
+) -> ContextGraph:
+    """A context graph from ``snap`` (policies applied by the builder; no event is written)."""
+    from kg.context.builder import ContextBuilder  # the builder is only needed by builds
+
+    return await ContextBuilder(snap.graph_reader, embedder).build(request)
+
+
 async def build_with_rules(
     snap: Snapshot, pool_key: int, request: ContextRequest, embedder: EmbeddingProvider | None
 ) -> ContextGraph:
@@ -50,7 +59,7 @@ async def build_with_rules(
     are dropped. A reproduction takes the same steps."""
     from kg.directives import context as rules
 
-    graph = await snap.build(request, embedder)
+    graph = await _build(snap, request, embedder)
     governance = (await snap.governed()).governance
     musts = await rules.musts_for(
         snap, pool_key, rules.node_files(graph.nodes), request.task or "",
@@ -67,7 +76,7 @@ async def build_with_rules(
                 "semantic_k": request.anchors_wanted,
             }
         )
-        graph = await snap.build(inner, embedder)
+        graph = await _build(snap, inner, embedder)
         # A file the smaller budget left out takes its MUSTs with it.
         still = await rules.musts_for(
             snap, pool_key, rules.node_files(graph.nodes), request.task or "",

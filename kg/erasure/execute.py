@@ -17,7 +17,6 @@ from typing import Literal
 
 import asyncpg
 
-from kg.audit.replay import check_schema_name
 from kg.erasure.plan import LIVE, ErasurePlan, ProjectedRow, Selection, plan_erasure
 from kg.errors import ErasureError
 from kg.events.base import build_event
@@ -26,6 +25,7 @@ from kg.events.erasure import ContentErased, ErasedPosition
 from kg.events.store import SELECT_EVENT, StreamEvent, record_from_row
 from kg.projections.base import ProjectionContext
 from kg.projections.nodes import NodesProjection
+from kg.read.as_of import check_schema_name
 from kg.runtime import Runtime
 
 Vacuum = Literal["full", "plain", "none"]

@@ -17,7 +17,6 @@ from typing import Literal
 
 import asyncpg
 
-from kg.audit.replay import check_schema_name
 from kg.breadcrumbs import breadcrumb
 from kg.config import Scope
 from kg.embeddings.base import content_hash
@@ -28,7 +27,7 @@ from kg.events.envelope import RecordedEvent
 from kg.events.knowledge import NodeAsserted
 from kg.events.store import SELECT_EVENT, record_from_row
 from kg.projections.normalise import graph_changes
-from kg.read.as_of import list_replays
+from kg.read.as_of import check_schema_name, list_replays
 
 Selector = Literal["node", "source", "pattern"]
 ERASABLE_TYPES = ("NodeAsserted", "DecisionRecorded")

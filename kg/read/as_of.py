@@ -24,15 +24,15 @@ path, PostgreSQL's read-only transaction error).
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 import asyncpg
 
-from kg.audit.replay import REPLAYED_TABLES, check_schema_name
 from kg.config import Scope
-from kg.errors import ConfigurationError, KgError
+from kg.errors import ConfigurationError, KgError, ValidationError
 from kg.events import AppendResult, EventMetadata, EventStore
 from kg.events.store import AfterAppend, StreamEvent
 from kg.projections.base import Projection, ProjectionContext
@@ -40,6 +40,27 @@ from kg.projections.runner import ProjectionRunner
 
 AS_OF_ENV = "KG_AS_OF_SCHEMA"
 INFO_TABLE = "kg_replay_info"
+
+# The read-side tables a replay schema holds (kg audit replay creates them, kg.audit.replay).
+REPLAYED_TABLES = (
+    "projection_checkpoints",
+    "kg_embedding_index",
+    "kg_nodes",
+    "kg_passages",
+    "kg_edges",
+    "context_graphs",
+    "context_graph_usage",
+)
+_SCHEMA = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+def check_schema_name(schema: str) -> str:
+    if not _SCHEMA.match(schema) or schema in {"public", "pg_catalog", "information_schema"}:
+        raise ValidationError(
+            f"schema name {schema!r} is not allowed: use lowercase letters, digits and '_' "
+            "(not public)"
+        )
+    return schema
 
 
 class AsOfReadOnlyError(KgError):

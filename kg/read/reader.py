@@ -27,9 +27,6 @@ from kg.db.tenancy import tenant_transaction
 from kg.read.records import Records
 
 if TYPE_CHECKING:
-    from kg.context.request import ContextRequest
-    from kg.context.result import ContextGraph
-    from kg.embeddings.base import EmbeddingProvider
     from kg.policies.model import Policy
     from kg.projections.graph_reader import GraphReader
     from kg.read.governed import Governed
@@ -64,6 +61,12 @@ class Snapshot:
         return self._reader
 
     @property
+    def graph_reader(self) -> GraphReader:
+        """The projected graph's rows as they are, unchecked: for the context builder, which
+        asks ``kg.policies`` about every node itself (:meth:`governed` for everything else)."""
+        return self._graph
+
+    @property
     def memory(self) -> MemoryReader:
         """Ids and ranks of memory entities, ends of memory relations (:mod:`kg.read.memory`);
         their content only through :meth:`governed`."""
@@ -79,15 +82,6 @@ class Snapshot:
         if self._policies is None:
             self._policies = {p.policy_id: p for p in await self._graph.policies()}
         return Governed(self._graph, Governance(dict(self._policies)))
-
-    async def build(
-        self, request: ContextRequest, embedder: EmbeddingProvider | None
-    ) -> ContextGraph:
-        """A context graph from this snapshot (policies applied by the builder; no event is
-        written)."""
-        from kg.context.builder import ContextBuilder  # the builder is only needed by builds
-
-        return await ContextBuilder(self._graph, embedder).build(request)
 
 
 class Reader:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from kg.config import DEFAULT_TOKEN_BUDGET
 from kg.context.fit import structured_tokens
 from kg.context.render import estimate_tokens
-from kg.context.request import DEFAULT_TOKEN_BUDGET
 from kg.context.service import build_context_graph, parse_request
 from kg.errors import PolicyDeniedError
 from kg.events import EdgeAsserted, NodeAsserted, PolicyDefined
