@@ -107,7 +107,7 @@ def _needs_embedder(request: ContextRequest) -> bool:
 
 async def resolve_anchors(rt: Runtime, request: ContextRequest) -> ContextRequest:
     """The request with anchors given as entity names (``Charge``) replaced by their node ids,
-    so the logged request re-derives the same graph (:mod:`kg.names`)."""
+    so the logged request re-derives the same graph (:mod:`kg.read.names`)."""
     if not request.anchors:
         return request
     async with rt.reader().snapshot() as snap:

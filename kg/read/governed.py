@@ -12,13 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kg.errors import NotFoundError, PolicyDeniedError
-from kg.names import resolve_all
 from kg.policies.actions import Subject
 from kg.policies.evaluate import Governance
 from kg.policies.model import NodeVerdict
 from kg.policies.redaction import Visible, visible
 from kg.projections.graph_reader import EdgeRow, GraphReader, NodeRow
 from kg.read.models import EdgeView, NodeView
+from kg.read.names import resolve_all
 from kg.search import SearchHit, search_in_transaction
 from kg.validation import clip
 
@@ -137,7 +137,7 @@ class Governed:
 
     async def resolve(self, refs: Sequence[str]) -> list[str]:
         """Node ids for references that are ids or extracted entities' names (``Charge``);
-        a reference naming nothing comes back as it is (see :mod:`kg.names`)."""
+        a reference naming nothing comes back as it is (see :mod:`kg.read.names`)."""
         return await resolve_all(self._graph, self.governance, refs)
 
     async def start(self, ref: str) -> Admitted:
