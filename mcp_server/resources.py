@@ -32,10 +32,10 @@ from kg import browse
 from kg.errors import KgError, NotFoundError
 from kg.read.entity_names import ENTITY
 from kg.runtime import Runtime
-from mcp_server.state import KgContext, runtime_of
+from mcp_server.state import AppState, KgContext, runtime_of
 
 if TYPE_CHECKING:
-    from mcp_server.server import KgMCPServer
+    from mcp.server.mcpserver import MCPServer
 
 ROOT = "kg://graph"
 MARKDOWN = "text/markdown"
@@ -85,7 +85,7 @@ async def _read(rt: Runtime, node_id: str) -> str:
         raise ResourceError(str(error)) from None
 
 
-def register(server: KgMCPServer) -> None:
+def register(server: MCPServer[AppState]) -> None:
     """Add the resource templates to ``server`` (the root and listing are served by
     :class:`~mcp_server.server.KgMCPServer` itself: they need no URI variables)."""
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from kg.governance.files import PolicyFiles, PolicySpec, load_policy_files
 from kg.ingest.model import ParsedDocument, ParseProblem
-from kg.policies.actions import Subject, action_in, gating_for
-from kg.policies.model import Policy, path_matches
+from kg.policies.actions import Subject, gating_for
+from kg.policies.model import Policy, action_in, path_matches
 
 _FILE_IDS = ("document:", "section:", "requirement:")
 

@@ -24,44 +24,6 @@ from dataclasses import dataclass
 
 from kg.policies.model import Policy
 
-READ_ACTIONS = frozenset(
-    {
-        "build_context_graph",
-        "trace_decision_lineage",
-        "query_knowledge_graph",
-        "get_entity_neighbors",
-        "get_node",
-        "find_path",
-        "lint_graph",
-        # kg mcp --memory-compat (the reference memory server's tools)
-        "read_graph",
-        "search_nodes",
-        "open_nodes",
-    }
-)
-WRITE_ACTIONS = frozenset(
-    {
-        "record_context_usage",
-        "record_decision",
-        "ingest_markdown",
-        "create_entities",
-        "create_relations",
-        "add_observations",
-        "delete_entities",
-        "delete_observations",
-        "delete_relations",
-    }
-)
-ACTIONS = READ_ACTIONS | WRITE_ACTIONS
-GROUPS = {"read": READ_ACTIONS, "write": WRITE_ACTIONS, "*": ACTIONS}
-
-
-def action_in(action: str, granted: str) -> bool:
-    """Whether granting ``granted`` (an action, ``read``, ``write`` or ``*``) covers ``action``."""
-    if granted == action or granted == "*":
-        return True
-    return action in GROUPS.get(granted, ())
-
 
 @dataclass(frozen=True)
 class Subject:

@@ -119,8 +119,6 @@ class Policy:
 
     def grants(self, actor: str, action: str) -> bool:
         """Whether this allow_actions policy grants ``actor`` the ``action``."""
-        from kg.policies.actions import action_in
-
         rule = self.rule
         if rule.effect != "allow_actions":
             return False
@@ -155,3 +153,43 @@ class NodeVerdict:
     def shown_name(self, name: str) -> str:
         """The node's name as the caller may see it."""
         return REDACTED_NAME if self.redacted else name
+
+
+# The actions an allow_actions policy can grant (kg.policies.actions decides who may act).
+READ_ACTIONS = frozenset(
+    {
+        "build_context_graph",
+        "trace_decision_lineage",
+        "query_knowledge_graph",
+        "get_entity_neighbors",
+        "get_node",
+        "find_path",
+        "lint_graph",
+        # kg mcp --memory-compat (the reference memory server's tools)
+        "read_graph",
+        "search_nodes",
+        "open_nodes",
+    }
+)
+WRITE_ACTIONS = frozenset(
+    {
+        "record_context_usage",
+        "record_decision",
+        "ingest_markdown",
+        "create_entities",
+        "create_relations",
+        "add_observations",
+        "delete_entities",
+        "delete_observations",
+        "delete_relations",
+    }
+)
+ACTIONS = READ_ACTIONS | WRITE_ACTIONS
+GROUPS = {"read": READ_ACTIONS, "write": WRITE_ACTIONS, "*": ACTIONS}
+
+
+def action_in(action: str, granted: str) -> bool:
+    """Whether granting ``granted`` (an action, ``read``, ``write`` or ``*``) covers ``action``."""
+    if granted == action or granted == "*":
+        return True
+    return action in GROUPS.get(granted, ())
