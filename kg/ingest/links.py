@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from kg.ingest.code.languages import is_source
 from kg.ingest.code.mentions import CodeNames
+from kg.ingest.languages import is_source
 from kg.ingest.slugs import MAX_SLUG, slugify
 
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdc")  # .mdc: Cursor rules
@@ -53,7 +53,7 @@ def _join(source_relpath: str, target: str) -> str:
 
 def resolve_href(source_relpath: str, href: str) -> LinkTarget | None:
     """Resolve a Markdown link destination, or None when it is not a link to a Markdown file
-    or a source file (:mod:`kg.ingest.code.languages`).
+    or a source file (:mod:`kg.ingest.languages`).
 
     External URLs (any ``scheme:`` or ``//host``), links to directories and links to other
     files are ignored. Anchors are lowercased because GitHub slugs always are; a source file's

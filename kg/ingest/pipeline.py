@@ -32,7 +32,6 @@ from kg.events.store import MAX_BATCH
 from kg.ingest import bulk, state
 from kg.ingest.code import state as code_state
 from kg.ingest.code.history import History, read_history
-from kg.ingest.code.languages import is_source, language_of, path_skip_reason
 from kg.ingest.code.mentions import CodeNames, named_in
 from kg.ingest.code.stage import CodeRun, CodeStage, Reader, code_fingerprint_salt
 from kg.ingest.diff import (
@@ -47,6 +46,7 @@ from kg.ingest.diff import (
 )
 from kg.ingest.entities.relations import RelationLedger
 from kg.ingest.files import DEFAULT_MAX_BYTES, read_markdown_file
+from kg.ingest.languages import is_source, language_of, path_skip_reason
 from kg.ingest.links import WikiIndex
 from kg.ingest.model import ParsedDocument, ParseProblem, document_id
 from kg.ingest.project import discover_markdown, parse_texts, parsing_pool

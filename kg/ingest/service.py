@@ -17,8 +17,8 @@ from pathlib import Path
 from kg.directives.conflicts import find_conflicts
 from kg.events import EventMetadata
 from kg.ingest import gitio
-from kg.ingest.code.languages import SOURCE_SUFFIXES
 from kg.ingest.files import DEFAULT_MAX_BYTES
+from kg.ingest.languages import SOURCE_SUFFIXES
 from kg.ingest.lint import find_dangling
 from kg.ingest.model import ParseProblem, document_id
 from kg.ingest.pipeline import Notify, Options, Pipeline

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kg.directives.files import RULE_FOLDERS, is_rule_path
-from kg.ingest.code.languages import SOURCE_SUFFIXES, is_source
 from kg.ingest.files import absolute_path, project_relpath
+from kg.ingest.languages import SOURCE_SUFFIXES, is_source
 from kg.ingest.links import MARKDOWN_SUFFIXES, is_markdown
 from kg.ingest.model import ParseProblem
 from kg.ingest.walker import SKIPPED_DIRS, walk_files

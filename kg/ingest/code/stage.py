@@ -27,10 +27,10 @@ from kg.ingest.code.document import build_document
 from kg.ingest.code.extract import parse_source
 from kg.ingest.code.history import History
 from kg.ingest.code.imports import FileSet, bindings
-from kg.ingest.code.languages import content_skip_reason, language_of
 from kg.ingest.code.model import CodeFile
 from kg.ingest.code.resolve import CallStats, Entry, Linker, SymbolIndex, entries_of
 from kg.ingest.files import read_markdown_file
+from kg.ingest.languages import content_skip_reason, language_of
 from kg.ingest.model import ParsedDocument, ParseProblem
 from kg.ingest.requirements import RequirementMatcher
 from kg.ingest.state import scoped
