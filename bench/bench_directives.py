@@ -143,7 +143,7 @@ def loaded_files(root: Path, paths: list[str], applicable: set[str]) -> set[str]
     that serves every applicable MUST and SHOULD verbatim (see bench/RESULTS.md)."""
     from kg.directives.globs import glob_matches
     from kg.directives.parse import _split
-    from kg.ingest.front_matter import parse_front_matter
+    from kg.parsed.front_matter import parse_front_matter
 
     found = set(applicable) | {"AGENTS.md", ".github/copilot-instructions.md"}
     for path in paths:

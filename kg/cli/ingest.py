@@ -16,8 +16,8 @@ import typer
 from kg.cli.common import console, err_console, run
 from kg.cli.sync_command import print_problems, print_skipped
 from kg.ingest.files import DEFAULT_MAX_BYTES
-from kg.ingest.model import ParseProblem
 from kg.ingest.report import IngestReport
+from kg.parsed.model import ParseProblem
 
 
 def _absolute(paths: Sequence[Path] | None) -> list[Path] | None:

@@ -29,8 +29,8 @@ def resolve_node(text: str, root: Path, cwd: Path) -> str:
     """A node id from what a developer types: an id, a Markdown path (with an optional
     ``#anchor``, relative to ``cwd``), or a requirement id such as ``FR13``."""
     from kg.ingest.files import project_relpath
-    from kg.ingest.model import document_id, requirement_id, section_id
     from kg.ingest.schema_map import load_schema_map
+    from kg.parsed.model import document_id, requirement_id, section_id
 
     if _NODE_ID.match(text):
         return text

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 from kg.errors import KgError
 from kg.ingest.files import DEFAULT_MAX_BYTES
-from kg.ingest.model import ParseProblem
 from kg.ingest.report import IngestReport, SyncReport
+from kg.parsed.model import ParseProblem
 
 
 def print_problems(problems: Sequence[ParseProblem]) -> None:

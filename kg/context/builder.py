@@ -34,7 +34,7 @@ from kg.context.staleness import STALE_FACTOR, stale_status, successors
 from kg.embeddings.base import EmbeddingProvider
 from kg.embeddings.cache import query_vector
 from kg.errors import NotFoundError, ValidationError
-from kg.ingest.model import PARENT_OF
+from kg.parsed.model import PARENT_OF
 from kg.passages import terms
 from kg.policies.evaluate import Governance
 from kg.policies.model import NodeVerdict, Policy

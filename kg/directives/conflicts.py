@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from kg.directives.model import DIRECTIVE
-from kg.ingest.model import ParsedDocument, ParseProblem
+from kg.parsed.model import ParsedDocument, ParseProblem
 
 
 def _scope(properties: dict[str, Any]) -> tuple[tuple[str, ...], ...]:

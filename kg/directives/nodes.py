@@ -31,8 +31,8 @@ from kg.directives.model import (
 )
 from kg.directives.parse import parse_rule_file
 from kg.directives.topics import topics_of
-from kg.ingest.front_matter import FrontMatterError, parse_front_matter
-from kg.ingest.model import CONTAINS, ParsedDocument, ParsedEdge, ParsedNode, ParseProblem
+from kg.parsed.front_matter import FrontMatterError, parse_front_matter
+from kg.parsed.model import CONTAINS, ParsedDocument, ParsedEdge, ParsedNode, ParseProblem
 
 RULE_TYPE = "Rule"
 MAX_NAME = 200

@@ -37,7 +37,7 @@ from kg.directives.model import (
 )
 from kg.directives.strength import StrengthReader
 from kg.directives.topics import normalise_topic, topics_of
-from kg.ingest.model import ParseProblem, Severity
+from kg.parsed.model import ParseProblem, Severity
 
 MAX_STATEMENT = 2000
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from kg.directives.model import DIRECTIVE
 from kg.ingest.diff import ProjectedFile
-from kg.ingest.model import ParsedDocument, ParsedEdge, ParsedNode
+from kg.parsed.model import ParsedDocument, ParsedEdge, ParsedNode
 
 SUPERSEDES = "SUPERSEDES"
 MIN_OVERLAP = 0.5

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kg.governance.files import PolicyFiles, load_policy_files, policy_folder
 from kg.governance.sync import plan
-from kg.ingest.model import ParseProblem
+from kg.parsed.model import ParseProblem
 from kg.policies.actions import Subject, gating_for
 from kg.policies.evaluate import Governance
 from kg.policies.model import Policy

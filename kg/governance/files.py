@@ -33,7 +33,7 @@ import pydantic
 import yaml
 
 from kg.events.policy import EFFECTS, PolicyRule
-from kg.ingest.model import ParseProblem
+from kg.parsed.model import ParseProblem
 
 POLICY_DIR = ".kg/policies"
 POLICY_DIR_ENV = "KG_POLICY_DIR"

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kg.governance.files import PolicyFiles, PolicySpec, load_policy_files
-from kg.ingest.model import ParsedDocument, ParseProblem
+from kg.parsed.model import ParsedDocument, ParseProblem
 from kg.policies.actions import Subject, gating_for
 from kg.policies.model import Policy, action_in, path_matches
 

@@ -18,7 +18,7 @@ from kg.events import EventMetadata, PendingEvent, PolicyChanged, PolicyDefined,
 from kg.events.base import DomainEvent
 from kg.events.multi import StreamEvent
 from kg.governance.files import PolicyFiles, PolicySpec, load_policy_files
-from kg.ingest.model import ParseProblem
+from kg.parsed.model import ParseProblem
 from kg.policies.model import Policy
 from kg.runtime import Runtime
 

@@ -11,9 +11,9 @@ from kg.ingest.files import project_relpath, read_markdown_file
 from kg.ingest.links import WikiIndex
 from kg.ingest.lint import find_dangling
 from kg.ingest.markdown import parse_markdown, parse_text
-from kg.ingest.model import ParsedDocument, ParsedEdge, ParsedNode, ParseProblem
 from kg.ingest.project import discover_markdown, parse_project
 from kg.ingest.schema_map import DEFAULT_SCHEMA, SchemaMap, load_schema_map
+from kg.parsed.model import ParsedDocument, ParsedEdge, ParsedNode, ParseProblem
 
 __all__ = [
     "DEFAULT_SCHEMA",

@@ -29,8 +29,8 @@ from kg.events.base import DomainEvent
 from kg.events.hashing import canonical_json
 from kg.events.knowledge import MAX_EDGES_PER_EVENT, AssertedEdge
 from kg.ingest.entities.relations import RelationLedger
-from kg.ingest.model import DOCUMENT, REQUIREMENT, ParsedDocument, ParsedEdge, ParsedNode
 from kg.ingest.schema_map import SchemaMap
+from kg.parsed.model import DOCUMENT, REQUIREMENT, ParsedDocument, ParsedEdge, ParsedNode
 from kg.read.entity_names import ENTITY
 
 # Bump when parsing rules change what a file produces, so unchanged files are re-derived.

@@ -12,7 +12,7 @@ import os
 import stat
 from pathlib import Path
 
-from kg.ingest.model import ParseProblem, Severity
+from kg.parsed.model import ParseProblem, Severity
 
 DEFAULT_MAX_BYTES = 2_000_000
 _BOM = b"\xef\xbb\xbf"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kg.directives.model import SHARED
-from kg.ingest.model import (
+from kg.parsed.model import (
     DEFINES,
     REFERENCES,
     REQUIREMENT,

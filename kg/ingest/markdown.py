@@ -19,7 +19,6 @@ from markdown_it.token import Token
 
 from kg.ingest.entities.extract import EntityScanner
 from kg.ingest.files import DEFAULT_MAX_BYTES, project_relpath, read_markdown_file
-from kg.ingest.front_matter import FrontMatterError, parse_front_matter
 from kg.ingest.links import (
     LinkEscapesRoot,
     LinkTarget,
@@ -28,7 +27,11 @@ from kg.ingest.links import (
     resolve_wikilink,
 )
 from kg.ingest.mdit import FRONT_MATTER, UNCLOSED_FLAG, WIKILINK, markdown_parser
-from kg.ingest.model import (
+from kg.ingest.schema_map import LABEL, LABEL_RULE, SchemaMap, load_schema_map
+from kg.ingest.slugs import Slugger
+from kg.ingest.status import front_matter_status, status_line
+from kg.parsed.front_matter import FrontMatterError, parse_front_matter
+from kg.parsed.model import (
     CONTAINS,
     DEFINES,
     DOCUMENT,
@@ -47,9 +50,6 @@ from kg.ingest.model import (
     requirement_id,
     section_id,
 )
-from kg.ingest.schema_map import LABEL, LABEL_RULE, SchemaMap, load_schema_map
-from kg.ingest.slugs import Slugger
-from kg.ingest.status import front_matter_status, status_line
 from kg.validation import clip
 
 
@@ -108,7 +108,7 @@ def parse_text(
         tuple(list(builder.edges.values()) + (entities.edges() if entities else [])),
         tuple(builder.problems),
     )
-    # Rule files gain their directives (imported here: kg.directives builds on kg.ingest.model).
+    # Rule files gain their directives (imported here: kg.directives builds on kg.parsed.model).
     from kg.directives.nodes import with_directives
 
     return with_directives(doc, source, schema.directives)

@@ -48,7 +48,6 @@ from kg.ingest.entities.relations import RelationLedger
 from kg.ingest.files import DEFAULT_MAX_BYTES, read_markdown_file
 from kg.ingest.languages import is_source, language_of, path_skip_reason
 from kg.ingest.links import WikiIndex
-from kg.ingest.model import ParsedDocument, ParseProblem, document_id
 from kg.ingest.project import discover_markdown, parse_texts, parsing_pool
 from kg.ingest.provenance import Provenance
 from kg.ingest.report import IngestReport
@@ -56,6 +55,7 @@ from kg.ingest.schema_map import SchemaMap
 from kg.ingest.secrets import Allowlist, mask_text
 from kg.ingest.targets import Targets
 from kg.ingest.tenure import Tenure
+from kg.parsed.model import ParsedDocument, ParseProblem, document_id
 from kg.progress import EVENTS_APPENDED, FILES_PARSED, FILES_READ, NO_PROGRESS, Progress
 from kg.runtime import Runtime
 

@@ -9,9 +9,9 @@ from pathlib import Path
 from kg.ingest.files import DEFAULT_MAX_BYTES, project_relpath
 from kg.ingest.links import WikiIndex
 from kg.ingest.markdown import parse_markdown, parse_text
-from kg.ingest.model import ParsedDocument, ParseProblem
 from kg.ingest.schema_map import SchemaMap, load_schema_map
 from kg.ingest.walker import SKIPPED_DIRS, walk_files
+from kg.parsed.model import ParsedDocument, ParseProblem
 
 __all__ = [
     "SKIPPED_DIRS",

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kg.ingest.code.resolve import CallStats
-from kg.ingest.model import ParseProblem
+from kg.parsed.model import ParseProblem
 
 
 @dataclass(slots=True)

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kg.ingest.model import ParseProblem
+from kg.parsed.model import ParseProblem
 
 ALLOW_FILE = ".kg-secrets-allow"
 ALLOW_MARK = "kg:allow-secret"

@@ -24,10 +24,10 @@ from kg.ingest.files import decode_markdown_bytes
 from kg.ingest.links import MARKDOWN_SUFFIXES, WikiIndex
 from kg.ingest.lint import find_dangling
 from kg.ingest.markdown import parse_text
-from kg.ingest.model import REFERENCES, ParsedDocument, ParseProblem
 from kg.ingest.schema_map import load_schema_map
 from kg.ingest.secrets import Allowlist, scan_text
 from kg.ingest.targets import is_project_markdown
+from kg.parsed.model import REFERENCES, ParsedDocument, ParseProblem
 
 _PATHSPECS = tuple(f"*{suffix}" for suffix in MARKDOWN_SUFFIXES)
 

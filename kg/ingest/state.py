@@ -16,7 +16,7 @@ import asyncpg
 
 from kg.config import Scope
 from kg.ingest.diff import SOURCE_KEY, EdgeState, NodeState, ProjectedFile
-from kg.ingest.model import CONTAINS, DOCUMENT
+from kg.parsed.model import CONTAINS, DOCUMENT
 from kg.read.reader import Reader
 
 _CHUNK = 5000

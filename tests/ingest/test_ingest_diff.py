@@ -16,8 +16,8 @@ from kg.ingest.diff import (
     schema_fingerprint,
     stream_id,
 )
-from kg.ingest.model import ParsedDocument
 from kg.ingest.schema_map import parse_schema_map
+from kg.parsed.model import ParsedDocument
 
 TEXT = """---
 owner: team-a

@@ -16,7 +16,7 @@ from typing import Any
 
 from kg.ingest.code.model import CLASS, CODE_LABEL, FILE, CodeFile, Symbol, symbol_id
 from kg.ingest.code.resolve import Linked
-from kg.ingest.model import (
+from kg.parsed.model import (
     CONTAINS,
     DOCUMENT,
     REQUIREMENT,

@@ -31,8 +31,8 @@ from kg.ingest.code.model import (
     Mention,
     Symbol,
 )
-from kg.ingest.model import ParseProblem
 from kg.ingest.requirements import RequirementMatcher
+from kg.parsed.model import ParseProblem
 
 MAX_SIGNATURE = 500
 MAX_DOCSTRING = 2000

@@ -25,7 +25,7 @@ from typing import Any
 
 from kg.ingest import gitio
 from kg.ingest.languages import is_source
-from kg.ingest.model import ParsedEdge, document_id
+from kg.parsed.model import ParsedEdge, document_id
 
 DEFAULT_COMMITS = 500
 MIN_TOGETHER = 2

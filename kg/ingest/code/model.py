@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kg.ingest.model import ParseProblem
+from kg.parsed.model import ParseProblem
 
 FILE = "File"
 CLASS = "Class"

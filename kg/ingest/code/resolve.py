@@ -17,7 +17,7 @@ from kg.callgraph import CallIndex, Unresolved
 from kg.ingest.code.grammar import GRAMMARS
 from kg.ingest.code.imports import Bindings
 from kg.ingest.code.model import CLASS, CodeFile, Symbol, symbol_id
-from kg.ingest.model import ParsedEdge, ParseProblem, document_id, section_id
+from kg.parsed.model import ParsedEdge, ParseProblem, document_id, section_id
 
 CALLS = "CALLS"
 IMPORTS = "IMPORTS"

@@ -31,9 +31,9 @@ from kg.ingest.code.model import CodeFile
 from kg.ingest.code.resolve import CallStats, Entry, Linker, SymbolIndex, entries_of
 from kg.ingest.files import read_markdown_file
 from kg.ingest.languages import content_skip_reason, language_of
-from kg.ingest.model import ParsedDocument, ParseProblem
 from kg.ingest.requirements import RequirementMatcher
 from kg.ingest.state import scoped
+from kg.parsed.model import ParsedDocument, ParseProblem
 
 CODE_PARSER_VERSION = "code-1"
 POOL_MIN_FILES = 200

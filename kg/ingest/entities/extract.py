@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kg.ingest.entities.config import EntityConfig
-from kg.ingest.model import ParsedEdge, ParsedNode
+from kg.parsed.model import ParsedEdge, ParsedNode
 from kg.read.entity_names import (
     ENTITY,
     endpoint_name,

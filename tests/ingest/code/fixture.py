@@ -8,8 +8,8 @@ from pathlib import Path
 from kg.config import Scope
 from kg.ingest.code.model import CodeFile
 from kg.ingest.code.stage import CodeStage, parse_one
-from kg.ingest.model import ParsedDocument
 from kg.ingest.requirements import RequirementMatcher
+from kg.parsed.model import ParsedDocument
 
 SHOP_REPO = Path(__file__).parent / "shop_repo"
 

@@ -3,7 +3,7 @@ the CALLS edges are measured, not assumed (the issue asks for >= 0.95 and >= 0.8
 
 from __future__ import annotations
 
-from kg.ingest.model import ParsedDocument
+from kg.parsed.model import ParsedDocument
 from tests.ingest.code.fixture import expected_calls, link_repository, produced_calls
 
 

@@ -6,8 +6,8 @@ import pytest
 
 from kg.errors import ValidationError
 from kg.ingest.markdown import parse_text
-from kg.ingest.model import ParsedDocument
 from kg.ingest.schema_map import DEFAULT_SCHEMA, SchemaMap, parse_schema_map
+from kg.parsed.model import ParsedDocument
 
 ALL = """\
 entities:
