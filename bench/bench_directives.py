@@ -38,11 +38,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import drop_database, fresh_database, machine, median, percentile
 
 from kg.config import Scope, Settings
-from kg.directives import service
 from kg.embeddings.base import EmbeddingProvider
 from kg.embeddings.hashing import HashingEmbedder
 from kg.ingest import parse_project
 from kg.ingest.service import ingest_paths
+from kg.rules import service
 from kg.runtime import Runtime, open_runtime
 
 HERE = Path(__file__).resolve().parent / "directives"

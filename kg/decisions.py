@@ -14,7 +14,7 @@ from kg.runtime import Runtime
 from kg.validation import MAX_ID_CHARS, check_text, check_texts, clip, clip_many
 
 MAX_INFORMED_BY = 1000
-SERVED_PREFIX = "ds_"  # kg.directives.service names served directive sets so
+SERVED_PREFIX = "ds_"  # kg.rules.service names served directive sets so
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from kg.context.request import (
     default_mode,
 )
 from kg.context.result import ContextGraph
-from kg.directives import service as directives
+from kg.rules import service as directives
 from kg.validation import IdStr, LongStr, PathStr, QueryStr, ShortStr, TypeStr, UsageStr
 from mcp_server.logs import log
 from mcp_server.models import (

@@ -104,8 +104,8 @@ async def _examples(rt: Runtime) -> None:
 
 async def _rules(ex: Runtime) -> None:
     """The example project's rules (AGENTS.md, .cursor/rules, docs/rules) for one task."""
-    from kg.directives.service import query_directives
     from kg.events import EventMetadata
+    from kg.rules.service import query_directives
 
     task, path = "add a column to the events table", "migrations/versions/0013_add_column.py"
     served = await query_directives(

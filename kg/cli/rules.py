@@ -1,7 +1,7 @@
 """``kg rules detect|query``: the project's rules for a task, from the terminal.
 
 The same application functions as the MCP tools ``detect_context`` and ``query_directives``
-(:mod:`kg.directives.service`), so the same policies: a denied directive is only counted.
+(:mod:`kg.rules.service`), so the same policies: a denied directive is only counted.
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ def detect(
     as_json: bool = typer.Option(False, "--json", help="Print the whole result as JSON."),
 ) -> None:
     """Detect a task's layer, topics and technologies, each with its evidence."""
-    from kg.directives import service
     from kg.host.database import open_runtime
+    from kg.rules import service
 
     diff_text = _read_diff(diff)
 
@@ -90,9 +90,9 @@ def query(
     as_json: bool = typer.Option(False, "--json", help="Print the whole result as JSON."),
 ) -> None:
     """Serve the directives that apply to a task as a checklist, and log what was served."""
-    from kg.directives import service
     from kg.events import EventMetadata
     from kg.host.database import open_runtime
+    from kg.rules import service
 
     diff_text = _read_diff(diff)
 

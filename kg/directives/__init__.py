@@ -5,7 +5,7 @@ Rule files (``AGENTS.md``, ``CLAUDE.md``, ``.cursor/rules/*.mdc``,
 as ``Rule``) become ``Directive`` nodes, one per rule statement, with a strength
 (MUST/SHOULD/MAY) and a scope. :mod:`kg.directives.detect` turns a task into its context
 (layer, topics, technologies), :mod:`kg.directives.score` ranks the directives that apply and
-:mod:`kg.directives.service` serves them within a token budget and logs what was served.
+:mod:`kg.rules.service` serves them within a token budget and logs what was served.
 
 Parsing (``parse``, ``strength``, ``globs``, ``nodes``) touches no database, so the ingest
 parser (and its worker processes) import only that half.

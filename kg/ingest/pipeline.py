@@ -24,7 +24,6 @@ from pathlib import Path
 
 import pydantic
 
-from kg.directives.supersede import link_edits
 from kg.errors import ConcurrencyConflictError
 from kg.events import EventMetadata, NodeRetired, PendingEvent
 from kg.events.multi import StreamEvent, append_multi
@@ -53,6 +52,7 @@ from kg.ingest.provenance import Provenance
 from kg.ingest.report import IngestReport
 from kg.ingest.schema_map import SchemaMap
 from kg.ingest.secrets import Allowlist, mask_text
+from kg.ingest.supersede import link_edits
 from kg.ingest.targets import Targets
 from kg.ingest.tenure import Tenure
 from kg.parsed.model import ParsedDocument, ParseProblem, document_id

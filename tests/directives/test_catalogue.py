@@ -4,9 +4,9 @@ calls' records follow it, and read again as soon as a rule changes."""
 from __future__ import annotations
 
 from kg.directives import catalogue as catalogue
-from kg.directives.service import query_directives
 from kg.erasure import Selection, erase
 from kg.ingest.service import ingest_paths
+from kg.rules.service import query_directives
 from kg.runtime import Runtime
 
 

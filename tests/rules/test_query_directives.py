@@ -9,12 +9,12 @@ import pytest
 
 from kg.audit.trail import TrailFilter, trail
 from kg.directives.score import MIN_RELEVANCE, STRENGTH_MARGIN
-from kg.directives.service import detect, query_directives
 from kg.errors import NotFoundError, ValidationError
 from kg.events import EventMetadata, NodeAsserted, PolicyDefined
 from kg.events.directives import DirectivesServed
 from kg.ingest.service import ingest_paths
 from kg.policies.model import PolicyRule
+from kg.rules.service import detect, query_directives
 from kg.runtime import Runtime
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
