@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kg.directives import catalogue as directive_rows
 from kg.directives.detect import detect_context
 from kg.directives.globs import glob_matches
 from kg.directives.score import Scorer, TaskContext, applicable
 from kg.directives.words import words
 from kg.policies.evaluate import Governance
+from kg.read import directives as directive_rows
 from kg.read.reader import Snapshot
 
 MAX_MUSTS = 5

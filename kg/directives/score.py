@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from kg.directives.catalogue import Catalogue, DirectiveRow
 from kg.directives.globs import glob_matches
 from kg.directives.model import SEVERITIES, STRENGTH_WEIGHT, STRENGTHS, WILDCARD
+from kg.read.directives import Catalogue, DirectiveRow
 
 WEIGHTS = {"authority": 10.0, "condition": 8.0, "layer": 7.0, "topics": 5.0, "severity": 4.0,
            "semantic": 3.0}  # fmt: skip

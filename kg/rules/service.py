@@ -16,8 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from kg.directives import catalogue as directive_rows
-from kg.directives.catalogue import DirectiveRow
 from kg.directives.detect import DetectedContext, detect_context
 from kg.directives.model import DIRECTIVE, STRENGTHS, layer_name
 from kg.directives.score import (
@@ -37,6 +35,8 @@ from kg.ingest.files import project_relpath
 from kg.ingest.schema_map import load_schema_map
 from kg.policies.evaluate import Governance
 from kg.policies.model import REDACTED_NAME
+from kg.read import directives as directive_rows
+from kg.read.directives import DirectiveRow
 from kg.runtime import Runtime
 from kg.validation import check_text, check_texts, clip
 

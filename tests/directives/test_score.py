@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kg.directives import catalogue as directive_rows
 from kg.directives.score import MIN_RELEVANCE, STRENGTH_MARGIN, Scorer, TaskContext
 from kg.directives.words import words
 from kg.embeddings.cache import query_vector
 from kg.ingest.service import ingest_paths
+from kg.read import directives as directive_rows
 from kg.runtime import Runtime
 from tests.directives.test_query_directives import copy_examples
 

@@ -1,11 +1,11 @@
-"""The directive catalogue (:mod:`kg.directives.catalogue`) is read once and kept while only other
+"""The directive catalogue (:mod:`kg.read.directives`) is read once and kept while only other
 calls' records follow it, and read again as soon as a rule changes."""
 
 from __future__ import annotations
 
-from kg.directives import catalogue as catalogue
 from kg.erasure import Selection, erase
 from kg.ingest.service import ingest_paths
+from kg.read import directives as catalogue
 from kg.rules.service import query_directives
 from kg.runtime import Runtime
 
