@@ -19,6 +19,7 @@ from typing import Any
 
 from kg.directives.detect import detect_context
 from kg.directives.globs import glob_matches
+from kg.directives.model import when_words
 from kg.directives.score import Scorer, TaskContext, applicable
 from kg.directives.words import words
 from kg.policies.evaluate import Governance
@@ -67,7 +68,7 @@ async def musts_for(
 ) -> list[GraphDirective]:
     if not files:
         return []
-    cat = await directive_rows.load(snap, pool_key)
+    cat = await directive_rows.load(snap, pool_key, when_words)
     if not cat.rows:
         return []
     detected = detect_context(Path("."), task=task, paths=files, manifests=False)

@@ -60,6 +60,15 @@ def when_texts(conditions: tuple[str, ...], section: str, description: str) -> t
     return (description,) if description else ()
 
 
+def when_words(
+    conditions: tuple[str, ...], section: str, description: str
+) -> tuple[frozenset[str], ...]:
+    """The words of each of :func:`when_texts` (what the catalogue keeps for scoring)."""
+    from kg.directives.words import words
+
+    return tuple(words(text) for text in when_texts(conditions, section, description))
+
+
 def layer_name(value: str) -> str | None:
     """The canonical layer for ``3-Domain``, ``3``, ``domain`` (any case), ``*``; else None."""
     text = value.strip().strip("`*_ ").strip()

@@ -17,6 +17,7 @@ erasure reads the rows again. What policies govern a directive is not cached:
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,8 +25,6 @@ import asyncpg
 import numpy as np
 import numpy.typing as npt
 
-from kg.directives.model import DIRECTIVE, when_texts
-from kg.directives.words import words
 from kg.gc_pause import settle_long_lived
 from kg.projections.nodes import NodesProjection
 from kg.read.reader import Snapshot
@@ -63,6 +62,12 @@ SELECT from_node, array_agg(to_node ORDER BY to_node) AS policies
  GROUP BY from_node
 """
 _KEEP = 8
+#: the node type of directives (kg.directives.model.DIRECTIVE; tests/read ties the two)
+DIRECTIVE = "Directive"
+#: the words of each condition saying when a directive applies, from its conditions, section
+#: and description: kg.directives.model.when_words, given by the caller so that the read side
+#: does not import the directives package that scores these rows
+WhenWords = Callable[[tuple[str, ...], str, str], tuple[frozenset[str], ...]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +118,7 @@ class _Cached:
 _cache: OrderedDict[tuple[int, str, str], _Cached] = OrderedDict()
 
 
-async def load(snap: Snapshot, pool_key: int) -> Catalogue:
+async def load(snap: Snapshot, pool_key: int, when_words: WhenWords) -> Catalogue:
     """The directives as ``snap`` sees them."""
     conn, scope = snap.conn, snap.scope
     key = (pool_key, scope.tenant_id, scope.project_id)
@@ -146,7 +151,7 @@ async def load(snap: Snapshot, pool_key: int) -> Catalogue:
         _cache.move_to_end(key)
         return _at(found.catalogue, position)
     records = await conn.fetch(_ROWS, scope.tenant_id, scope.project_id, DIRECTIVE)
-    rows = tuple(_row(r) for r in records)
+    rows = tuple(_row(r, when_words) for r in records)
     catalogue = Catalogue(position, rows, _vectors([r["embedding"] for r in records]))
     settle_long_lived()  # kept until the directives change: no full collection walks it
     _cache[key] = _Cached(marker, catalogue, position, erased, database)
@@ -173,7 +178,7 @@ def _strs(value: Any) -> tuple[str, ...]:
     return tuple(str(v) for v in value) if isinstance(value, list) else ()
 
 
-def _row(r: asyncpg.Record) -> DirectiveRow:
+def _row(r: asyncpg.Record, when_words: WhenWords) -> DirectiveRow:
     p: dict[str, Any] = dict(r["properties"])
     return DirectiveRow(
         node_id=r["node_id"],
@@ -192,13 +197,8 @@ def _row(r: asyncpg.Record) -> DirectiveRow:
         conditions=_strs(p.get("conditions")),
         description=str(p.get("description") or ""),
         condition_topics=tuple(frozenset(t.split()) for t in _strs(p.get("condition_topics")) if t),
-        when_words=tuple(
-            words(text)
-            for text in when_texts(
-                _strs(p.get("conditions")),
-                str(p.get("section", "")),
-                str(p.get("description") or ""),
-            )
+        when_words=when_words(
+            _strs(p.get("conditions")), str(p.get("section", "")), str(p.get("description") or "")
         ),
         severity=p.get("severity") if isinstance(p.get("severity"), str) else None,
         always_apply=bool(p.get("always_apply")),

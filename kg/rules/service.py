@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from kg.directives.detect import DetectedContext, detect_context
-from kg.directives.model import DIRECTIVE, STRENGTHS, layer_name
+from kg.directives.model import DIRECTIVE, STRENGTHS, layer_name, when_words
 from kg.directives.score import (
     MIN_RELEVANCE,
     STRENGTH_MARGIN,
@@ -178,7 +178,7 @@ async def query_directives(
         topic_confidence={f.value: f.confidence for f in detected.topics},
     )
     async with rt.reader().snapshot() as snap:
-        cat = await directive_rows.load(snap, id(rt.app_pool))
+        cat = await directive_rows.load(snap, id(rt.app_pool), when_words)
         if not cat.rows:
             raise NotFoundError(NO_DIRECTIVES)
         bars = {k: MIN_RELEVANCE + margin for k, margin in STRENGTH_MARGIN.items()}

@@ -6,13 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from kg.directives.model import when_words
 from kg.directives.score import MIN_RELEVANCE, STRENGTH_MARGIN, Scorer, TaskContext
 from kg.directives.words import words
 from kg.embeddings.cache import query_vector
 from kg.ingest.service import ingest_paths
 from kg.read import directives as directive_rows
 from kg.runtime import Runtime
-from tests.directives.test_query_directives import copy_examples
+from tests.rules.test_query_directives import copy_examples
 
 TASKS = [
     ("add a column to the events table", "migrations/versions/0013_x.py", "4-Persistence"),
@@ -36,7 +37,7 @@ async def test_select_serves_what_scoring_each_directive_would(
     )  # fmt: skip
     bars = {k: MIN_RELEVANCE + m for k, m in STRENGTH_MARGIN.items()}
     async with runtime.reader().snapshot() as snap:
-        cat = await directive_rows.load(snap, id(runtime.app_pool))
+        cat = await directive_rows.load(snap, id(runtime.app_pool), when_words)
 
     scorer = Scorer(ctx)
     ranked = scorer.rank(cat, vector, bars, MIN_RELEVANCE)

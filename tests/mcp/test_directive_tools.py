@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.directives.test_query_directives import copy_examples
 from tests.mcp.client import (
     call,
     error_text,
@@ -15,6 +14,7 @@ from tests.mcp.client import (
     stdio_session,
     text_of,
 )
+from tests.rules.test_query_directives import copy_examples
 
 
 def rules_project(tmp_path: Path) -> Path:

@@ -3,6 +3,7 @@ calls' records follow it, and read again as soon as a rule changes."""
 
 from __future__ import annotations
 
+from kg.directives.model import when_words
 from kg.erasure import Selection, erase
 from kg.ingest.service import ingest_paths
 from kg.read import directives as catalogue
@@ -12,7 +13,7 @@ from kg.runtime import Runtime
 
 async def load(rt: Runtime) -> catalogue.Catalogue:
     async with rt.reader().snapshot() as snap:
-        return await catalogue.load(snap, id(rt.app_pool))
+        return await catalogue.load(snap, id(rt.app_pool), when_words)
 
 
 async def test_calls_in_between_keep_the_rows_and_a_changed_rule_reads_them_again(
@@ -78,3 +79,11 @@ async def test_rows_kept_for_another_database_are_not_served(runtime: Runtime) -
     catalogue._cache[key] = catalogue._Cached((0, 0), foreign, real.position, 0, "elsewhere")
     again = await load(runtime)
     assert [r.text for r in again.rows] == ["Always run ruff."]
+
+
+def test_the_catalogue_reads_the_directives_node_type() -> None:
+    """The read side names the directives' node type itself (it does not import kg.directives):
+    the two must agree, or the catalogue would read no rows."""
+    from kg.directives.model import DIRECTIVE
+
+    assert catalogue.DIRECTIVE == DIRECTIVE
