@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kg.breadcrumbs import breadcrumb
-from kg.context.code_anchors import is_code_location, resolve_code_anchors
 from kg.context.staleness import STALE_FACTOR, stale_status
 from kg.embeddings.cache import query_vector
 from kg.errors import ValidationError
 from kg.projections.graph_reader import EdgeRow, NodeRow
 from kg.ranking import content_factor, copy_of, prior
+from kg.read.code_anchors import is_code_location, resolve_code_anchors
 from kg.read.governed import Admitted, edge_view
 from kg.read.models import (
     GraphPath,

@@ -12,13 +12,13 @@ import pydantic
 
 from kg.config import Scope
 from kg.context.builder import BUILDER_VERSION
-from kg.context.code_anchors import is_code_location, resolve_code_anchors
 from kg.context.request import ContextRequest
 from kg.context.result import ContextGraph
 from kg.embeddings.base import EmbeddingProvider
 from kg.errors import NotFoundError, ValidationError
 from kg.events import AppendResult, ContextGraphBuilt, ContextGraphUsed, EventMetadata
 from kg.events.base import describe_validation_error
+from kg.read.code_anchors import is_code_location, resolve_code_anchors
 from kg.read.reader import Reader, Snapshot
 from kg.runtime import Runtime
 from kg.validation import MAX_ID_CHARS, check_text, check_texts, clip

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 
 from kg.ingest.code.mentions import CodeNames
-from kg.ingest.languages import is_source
 from kg.ingest.slugs import MAX_SLUG, slugify
+from kg.languages import is_source
 
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdc")  # .mdc: Cursor rules
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
@@ -53,7 +53,7 @@ def _join(source_relpath: str, target: str) -> str:
 
 def resolve_href(source_relpath: str, href: str) -> LinkTarget | None:
     """Resolve a Markdown link destination, or None when it is not a link to a Markdown file
-    or a source file (:mod:`kg.ingest.languages`).
+    or a source file (:mod:`kg.languages`).
 
     External URLs (any ``scheme:`` or ``//host``), links to directories and links to other
     files are ignored. Anchors are lowercased because GitHub slugs always are; a source file's

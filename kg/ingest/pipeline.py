@@ -45,7 +45,6 @@ from kg.ingest.diff import (
 )
 from kg.ingest.entities.relations import RelationLedger
 from kg.ingest.files import DEFAULT_MAX_BYTES, read_markdown_file
-from kg.ingest.languages import is_source, language_of, path_skip_reason
 from kg.ingest.links import WikiIndex
 from kg.ingest.project import discover_markdown, parse_texts, parsing_pool
 from kg.ingest.provenance import Provenance
@@ -55,6 +54,7 @@ from kg.ingest.secrets import Allowlist, mask_text
 from kg.ingest.supersede import link_edits
 from kg.ingest.targets import Targets
 from kg.ingest.tenure import Tenure
+from kg.languages import is_source, language_of, path_skip_reason
 from kg.parsed.model import ParsedDocument, ParseProblem, document_id
 from kg.progress import EVENTS_APPENDED, FILES_PARSED, FILES_READ, NO_PROGRESS, Progress
 from kg.runtime import Runtime

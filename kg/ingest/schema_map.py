@@ -255,7 +255,7 @@ def _label_rule(raw: Any, where: str, source: str) -> LabelRule:
 
 
 def _code(raw: Any, source: str) -> tuple[tuple[str, ...], tuple[str, ...], int]:
-    from kg.ingest.languages import LANGUAGES
+    from kg.languages import LANGUAGES
 
     if not isinstance(raw, dict):
         raise _error(source, "code", "expected a mapping (languages, exclude, history)")

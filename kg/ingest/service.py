@@ -18,7 +18,6 @@ from kg.directives.conflicts import find_conflicts
 from kg.events import EventMetadata
 from kg.ingest import gitio
 from kg.ingest.files import DEFAULT_MAX_BYTES
-from kg.ingest.languages import SOURCE_SUFFIXES
 from kg.ingest.lint import find_dangling
 from kg.ingest.pipeline import Notify, Options, Pipeline
 from kg.ingest.project import parse_project
@@ -29,6 +28,7 @@ from kg.ingest.state import holds_mark, log_mark, scoped
 from kg.ingest.sync_state import Synced, last_synced, record_synced, state_key, sync_lock
 from kg.ingest.targets import Targets, is_project_file, resolve_targets
 from kg.ingest.walker import drop_ignored, walk_files
+from kg.languages import SOURCE_SUFFIXES
 from kg.parsed.model import ParseProblem, document_id
 from kg.progress import NO_PROGRESS, Progress
 from kg.runtime import Runtime

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from kg.directives.files import RULE_FOLDERS, is_rule_path
 from kg.ingest.files import absolute_path, project_relpath
-from kg.ingest.languages import SOURCE_SUFFIXES, is_source
 from kg.ingest.links import MARKDOWN_SUFFIXES, is_markdown
 from kg.ingest.walker import SKIPPED_DIRS, walk_files
+from kg.languages import SOURCE_SUFFIXES, is_source
 from kg.parsed.model import ParseProblem
 from kg.validation import MAX_PATH_CHARS, clip, unstorable_reason
 

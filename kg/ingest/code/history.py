@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kg.ingest import gitio
-from kg.ingest.languages import is_source
+from kg.languages import is_source
 from kg.parsed.model import ParsedEdge, document_id
 
 DEFAULT_COMMITS = 500

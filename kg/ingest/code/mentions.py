@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from kg.ingest.languages import is_source
+from kg.languages import is_source
 
 _SPAN = re.compile(r"`([^`\n]{2,200})`")
 _QUALIFIED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")

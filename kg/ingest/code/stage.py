@@ -30,9 +30,9 @@ from kg.ingest.code.imports import FileSet, bindings
 from kg.ingest.code.model import CodeFile
 from kg.ingest.code.resolve import CallStats, Entry, Linker, SymbolIndex, entries_of
 from kg.ingest.files import read_markdown_file
-from kg.ingest.languages import content_skip_reason, language_of
 from kg.ingest.requirements import RequirementMatcher
 from kg.ingest.state import scoped
+from kg.languages import content_skip_reason, language_of
 from kg.parsed.model import ParsedDocument, ParseProblem
 
 CODE_PARSER_VERSION = "code-1"

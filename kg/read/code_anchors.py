@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import asyncpg
 
 from kg.config import Scope
-from kg.ingest.languages import is_source
+from kg.languages import is_source
 
 _PATH_LINE = re.compile(r"^(?P<path>[^:#\s][^:#]*?)(?::(?P<line>\d{1,7}))?$")
 
