@@ -65,3 +65,15 @@ def test_no_service_or_shell_takes_a_raw_way_into_the_graph() -> None:
     assert "kg/graph_queries.py" in services and "mcp_server/tools.py" in services
     raw = {path: imported_names(text) & RAW for path, text in services.items()}
     assert {path: names for path, names in raw.items() if names} == {}
+
+
+def test_only_the_context_builder_gets_a_snapshots_unchecked_rows() -> None:
+    """``Snapshot.graph_reader`` is for the context builder, which applies the policies to
+    every node it reaches; the context service hands it over and nothing else touches it."""
+    users = sorted(
+        path
+        for path, text in sources("kg", "mcp_server", "backfill").items()
+        if ".graph_reader" in text.replace("kg.projections.graph_reader", "")
+        and not path.startswith(("kg/read/", "kg/projections/"))
+    )
+    assert users == ["kg/context/service.py"]
