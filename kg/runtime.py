@@ -12,10 +12,12 @@ as it was at the replay's position instead, read-only: see :mod:`kg.read.as_of`.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import asyncpg
@@ -114,6 +116,12 @@ class Runtime:
         if self.as_of is not None:
             return ReadOnlyEventStore(self.system_pool, self.as_of)
         return EventStore(self.system_pool)
+
+    def in_scope(self, scope: Scope, project_root: Path) -> Runtime:
+        """The same database, pools and embedder, in another scope and project root (the
+        examples that ``kg demo`` ingests into scopes of their own)."""
+        settings = dataclasses.replace(self.settings, scope=scope, project_root=project_root)
+        return Runtime(settings, self.url, self.app_pool, self.system_pool, self.embedder)
 
     def describe(self) -> str:
         return describe_database(self.settings, self.url)

@@ -61,14 +61,14 @@ async def _examples(rt: Runtime) -> None:
     from kg.governance.explain import explain_node
     from kg.governance.sync import apply_policy_files
     from kg.graph_queries import get_entity_neighbors
-    from kg.ingest.examples import EXAMPLES_SCOPE, examples_root, examples_runtime
+    from kg.ingest.examples import EXAMPLES_SCOPE, examples_root
     from kg.ingest.service import ingest_paths, lint_project
 
     root = examples_root()
     if root is None:
         console.print("example project not found next to the kg package: skipped\n")
         return
-    ex = examples_runtime(rt, root)
+    ex = rt.in_scope(EXAMPLES_SCOPE, root)
     policies = await apply_policy_files(ex, EventMetadata(actor="kg demo"))
     report = await ingest_paths(ex, [root], actor="kg demo", acting=cli_actor())
     scope = f"tenant {EXAMPLES_SCOPE.tenant_id}, project {EXAMPLES_SCOPE.project_id}"
@@ -120,13 +120,13 @@ async def _api_example(rt: Runtime) -> None:
     chain a renewal follows: Subscription -> Invoice -> Charge -> event, found by name."""
     from kg.cli.inspect_node import build_tree
     from kg.graph_queries import get_entity_neighbors
-    from kg.ingest.examples import API_SCOPE, api_example_root, examples_runtime
+    from kg.ingest.examples import API_SCOPE, api_example_root
     from kg.ingest.service import ingest_paths
 
     root = api_example_root()
     if root is None:
         return
-    ex = examples_runtime(rt, root, API_SCOPE)
+    ex = rt.in_scope(API_SCOPE, root)
     report = await ingest_paths(ex, [root / "docs"], actor="kg demo")
     console.print(f"API example ({root}): ingested {report.summary()}", markup=False)
     chain = await get_entity_neighbors(

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 from kg.errors import ActionRefusedError
 from kg.events import ActionRefused, EventMetadata
+from kg.governance.parts import PolicyParts
 from kg.policies.actions import Refusal, Subject, authorize
-from kg.runtime import Runtime
 from kg.validation import MAX_ID_CHARS, unstorable_reason
 
 REFUSALS_STREAM = "policy-refusals"
@@ -36,7 +36,9 @@ def cli_actor() -> str:
     return f"cli:{user}"
 
 
-async def check(rt: Runtime, actor: str, action: str, node_ids: Sequence[str]) -> Refusal | None:
+async def check(
+    rt: PolicyParts, actor: str, action: str, node_ids: Sequence[str]
+) -> Refusal | None:
     """What refuses ``actor`` the ``action`` on ``node_ids`` (None: allowed). Reads only."""
     # Every id (a sync may name thousands of files), but none that could not be a node id:
     # the tool's own validation refuses those, with its own message, once the guard passed.
@@ -56,7 +58,7 @@ async def check(rt: Runtime, actor: str, action: str, node_ids: Sequence[str]) -
 
 
 async def require(
-    rt: Runtime,
+    rt: PolicyParts,
     actor: str,
     action: str,
     node_ids: Sequence[str] = (),

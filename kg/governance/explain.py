@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kg.governance.files import PolicyFiles, load_policy_files, policy_folder
+from kg.governance.parts import PolicyParts
 from kg.governance.sync import plan
 from kg.parsed.model import ParseProblem
 from kg.policies.actions import Subject, gating_for
 from kg.policies.evaluate import Governance
 from kg.policies.model import Policy
-from kg.runtime import Runtime
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class Explanation:
 
 
 async def _policies_and_rows(
-    rt: Runtime, node_ids: list[str]
+    rt: PolicyParts, node_ids: list[str]
 ) -> tuple[dict[str, Policy], dict[str, Subject]]:
     async with rt.reader().snapshot() as snap:
         governed = await snap.governed()
@@ -67,7 +67,7 @@ async def _policies_and_rows(
     return dict(governed.governance.policies), {s.node_id: s for s in subjects}
 
 
-async def explain_node(rt: Runtime, node_id: str) -> Explanation:
+async def explain_node(rt: PolicyParts, node_id: str) -> Explanation:
     """Which policies apply to ``node_id`` (it need not exist: path and id selectors still
     say what would apply to it), through which edge or selector, since which position."""
     policies, rows = await _policies_and_rows(rt, [node_id])
@@ -145,7 +145,7 @@ def _grants(policies: Mapping[str, Policy]) -> set[str]:
     }
 
 
-async def preview_policy_files(rt: Runtime, extra: list[Path] | None = None) -> PolicyPreview:
+async def preview_policy_files(rt: PolicyParts, extra: list[Path] | None = None) -> PolicyPreview:
     """What syncing the working tree's policy files (plus ``extra`` files, read as if they
     were in the policy folder) would newly deny, redact or allow. Writes nothing."""
     root = rt.settings.project_root

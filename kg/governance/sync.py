@@ -18,9 +18,9 @@ from kg.events import EventMetadata, PendingEvent, PolicyChanged, PolicyDefined,
 from kg.events.base import DomainEvent
 from kg.events.multi import StreamEvent
 from kg.governance.files import PolicyFiles, PolicySpec, load_policy_files
+from kg.governance.parts import PolicyParts
 from kg.parsed.model import ParseProblem
 from kg.policies.model import Policy
-from kg.runtime import Runtime
 
 
 @dataclass
@@ -81,7 +81,7 @@ def plan(specs: Sequence[PolicySpec], current: Mapping[str, Policy]) -> list[Dom
     return events
 
 
-async def project_policies(rt: Runtime) -> dict[str, Policy]:
+async def project_policies(rt: PolicyParts) -> dict[str, Policy]:
     """The policies of this project as the graph holds them now (tenant-wide ones included)."""
     async with rt.reader().snapshot() as snap:
         found = (await snap.governed()).governance.policies
@@ -89,7 +89,7 @@ async def project_policies(rt: Runtime) -> dict[str, Policy]:
 
 
 async def apply_policy_files(
-    rt: Runtime, metadata: EventMetadata, files: PolicyFiles | None = None
+    rt: PolicyParts, metadata: EventMetadata, files: PolicyFiles | None = None
 ) -> PolicySync:
     """Append what changed in the project's policy files (see the module docstring)."""
     if files is None:

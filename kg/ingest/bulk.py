@@ -29,9 +29,9 @@ import asyncio
 import contextlib
 import time
 
+from kg.ingest.parts import IngestParts
 from kg.projections.nodes import NodesProjection
 from kg.projections.runner import ANALYZE_AFTER
-from kg.runtime import Runtime
 
 #: Below this many new nodes an ingest inserts into the indexes row by row. 2,000: a
 #: 5,000-directive rules ingest (5,200 nodes into a fresh project) went from 10,000's row by
@@ -48,7 +48,7 @@ Lane = tuple[str, ...] | None
 class Projector:
     """The projections of one ingest run."""
 
-    def __init__(self, rt: Runtime) -> None:
+    def __init__(self, rt: IngestParts) -> None:
         self.rt = rt
         self.applied = 0
         self.tail_seconds = 0.0  # waiting for the projections after the last append

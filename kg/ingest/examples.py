@@ -7,12 +7,10 @@ with the specs of the project the demo runs in.
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import kg
 from kg.config import Scope
-from kg.runtime import Runtime
 
 EXAMPLES_SCOPE = Scope("examples", "kg")
 # ``examples/api``: an API reference whose schema map (``kg-schema.yaml``) extracts entities.
@@ -29,9 +27,3 @@ def api_example_root() -> Path | None:
     """``examples/api``, the API example, when the examples are there."""
     root = examples_root()
     return root / "api" if root is not None and (root / "api" / "docs").is_dir() else None
-
-
-def examples_runtime(rt: Runtime, root: Path, scope: Scope = EXAMPLES_SCOPE) -> Runtime:
-    """``rt``'s database and pools, in an example's scope and project root."""
-    settings = dataclasses.replace(rt.settings, scope=scope, project_root=root)
-    return Runtime(settings, rt.url, rt.app_pool, rt.system_pool, rt.embedder)

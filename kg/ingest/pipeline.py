@@ -46,6 +46,7 @@ from kg.ingest.diff import (
 from kg.ingest.entities.relations import RelationLedger
 from kg.ingest.files import DEFAULT_MAX_BYTES, read_markdown_file
 from kg.ingest.links import WikiIndex
+from kg.ingest.parts import IngestParts
 from kg.ingest.project import discover_markdown, parse_texts, parsing_pool
 from kg.ingest.provenance import Provenance
 from kg.ingest.report import IngestReport
@@ -57,7 +58,6 @@ from kg.ingest.tenure import Tenure
 from kg.languages import is_source, language_of, path_skip_reason
 from kg.parsed.model import ParsedDocument, ParseProblem, document_id
 from kg.progress import EVENTS_APPENDED, FILES_PARSED, FILES_READ, NO_PROGRESS, Progress
-from kg.runtime import Runtime
 
 CHUNK_FILES = 256
 #: A run of fewer than ``PIPELINE_CHUNKS * CHUNK_FILES`` changed files is still cut into that
@@ -122,7 +122,9 @@ def _read_all(
 class Pipeline:
     """One ingest run over resolved targets."""
 
-    def __init__(self, rt: Runtime, schema: SchemaMap, targets: Targets, options: Options) -> None:
+    def __init__(
+        self, rt: IngestParts, schema: SchemaMap, targets: Targets, options: Options
+    ) -> None:
         self.rt = rt
         self.root = rt.settings.project_root
         self.scope = rt.scope

@@ -19,6 +19,7 @@ from kg.events import EventMetadata
 from kg.ingest import gitio
 from kg.ingest.files import DEFAULT_MAX_BYTES
 from kg.ingest.lint import find_dangling
+from kg.ingest.parts import IngestParts
 from kg.ingest.pipeline import Notify, Options, Pipeline
 from kg.ingest.project import parse_project
 from kg.ingest.report import IngestReport, SyncReport
@@ -31,11 +32,10 @@ from kg.ingest.walker import drop_ignored, walk_files
 from kg.languages import SOURCE_SUFFIXES
 from kg.parsed.model import ParseProblem, document_id
 from kg.progress import NO_PROGRESS, Progress
-from kg.runtime import Runtime
 
 
 async def ingest_paths(
-    rt: Runtime,
+    rt: IngestParts,
     paths: Sequence[Path | str] | None = None,
     *,
     force: bool = False,
@@ -94,7 +94,7 @@ async def ingest_paths(
 
 
 async def _require_ingest(
-    rt: Runtime, actor: str, targets: Targets, metadata: EventMetadata
+    rt: IngestParts, actor: str, targets: Targets, metadata: EventMetadata
 ) -> None:
     """Policies must let ``actor`` ingest (``ingest_markdown``) every file it would touch."""
     from kg.governance.enforce import require  # the graph side loads with the first read
@@ -103,7 +103,7 @@ async def _require_ingest(
     await require(rt, actor, "ingest_markdown", [document_id(f) for f in files], metadata)
 
 
-async def _run(rt: Runtime, targets: Targets, options: Options) -> IngestReport:
+async def _run(rt: IngestParts, targets: Targets, options: Options) -> IngestReport:
     start = time.perf_counter()
     schema = await asyncio.to_thread(load_schema_map, rt.settings.project_root)
     if options.metadata.correlation_id is None:
@@ -121,7 +121,7 @@ async def _run(rt: Runtime, targets: Targets, options: Options) -> IngestReport:
 
 
 async def sync_project(
-    rt: Runtime,
+    rt: IngestParts,
     *,
     full: bool = False,
     actor: str = "kg sync",
@@ -194,7 +194,7 @@ async def sync_project(
         return result
 
 
-async def _unheld_reason(rt: Runtime, synced: Synced) -> str | None:
+async def _unheld_reason(rt: IngestParts, synced: Synced) -> str | None:
     """Why the recorded sync cannot be trusted for this database, or None when it can: the
     database must still hold the event the sync ended at (a reset, a restore from before the
     sync, or another database behind the same URL does not)."""
