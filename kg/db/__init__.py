@@ -1,1 +1,5 @@
-"""Database access: URL resolution, the embedded server, pools and migrations."""
+"""Database access on a URL it is given: pools, tenancy, schema revision and migrations.
+
+Which database to use, and starting the embedded one, is the local host's business
+(:mod:`kg.host.database`): nothing here starts or watches a process.
+"""
