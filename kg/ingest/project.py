@@ -24,9 +24,9 @@ __all__ = [
 
 def discover_markdown(root: Path) -> list[str]:
     """Project-relative POSIX paths of the Markdown files under ``root``, sorted, without
-    hidden, skipped or ignored ones (:func:`kg.ingest.walker.walk_files`), with the rule
-    files agents read in the project's ``.cursor`` and ``.github``."""
-    return walk_files(root, rule_folders=True)
+    tool state, skipped or ignored ones (:func:`kg.ingest.walker.walk_files`); hidden
+    folders such as ``.github`` and ``.specify`` are read."""
+    return walk_files(root)
 
 
 def parse_project(

@@ -9,10 +9,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kg.directives.files import RULE_FOLDERS, is_rule_path
 from kg.ingest.files import absolute_path, project_relpath
 from kg.ingest.links import MARKDOWN_SUFFIXES, is_markdown
-from kg.ingest.walker import SKIPPED_DIRS, walk_files
+from kg.ingest.walker import is_skipped_dir, walk_files
 from kg.languages import SOURCE_SUFFIXES, is_source
 from kg.parsed.model import ParseProblem
 from kg.validation import MAX_PATH_CHARS, clip, unstorable_reason
@@ -45,7 +44,7 @@ class Targets:
 
 
 def is_project_markdown(relpath: str) -> bool:
-    """A Markdown file a project scan would find (not in a hidden or skipped folder)."""
+    """A Markdown file a project scan would find (not in tool state or a skipped folder)."""
     return is_markdown(relpath) and _in_scanned_folder(relpath)
 
 
@@ -56,9 +55,7 @@ def is_project_file(relpath: str) -> bool:
 
 def _in_scanned_folder(relpath: str) -> bool:
     folders = posixpath.dirname(relpath).split("/") if "/" in relpath else []
-    if folders and folders[0] in RULE_FOLDERS and is_rule_path(relpath):
-        folders = folders[1:]
-    return not any(p.startswith(".") or p in SKIPPED_DIRS for p in folders)
+    return not any(is_skipped_dir(p) for p in folders)
 
 
 def resolve_targets(root: Path, paths: Iterable[Path | str] | None) -> Targets:
@@ -108,7 +105,7 @@ def _resolve_one(
         )
     elif full.is_dir():
         targets.folders.append(rel)
-        for found in walk_files(root, rel, _INGESTED, rule_folders=rel == ""):
+        for found in walk_files(root, rel, _INGESTED):
             add(found)
     elif full.exists() or full.is_symlink():
         if is_ingestible(rel):

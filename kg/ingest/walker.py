@@ -3,8 +3,11 @@
 A scan (``kg ingest .``, ``kg sync``, the wiki index, lint) finds files under a folder and then
 drops those the user said to leave alone:
 
-* hidden folders (``.git``, ``.venv``, ``.kg`` ...) and :data:`SKIPPED_DIRS` are not entered,
-  and symlinked folders are not followed, so the walk stays inside the project;
+* tool state (:data:`TOOL_STATE_DIRS`: ``.git``, ``.kg``, caches, editor folders), any
+  virtual environment (a folder holding ``pyvenv.cfg``) and :data:`SKIPPED_DIRS` are not
+  entered, and symlinked folders are not followed, so the walk stays inside the project.
+  Other hidden folders are read: ``.specify/memory/constitution.md``, ``.github/``,
+  ``.claude/`` and ``.planning/`` hold specs and rules that git tracks like any other file;
 * what git ignores (every ``.gitignore``, ``.git/info/exclude``, the user's global excludes),
   asked of ``git ls-files`` in a git work tree, so the rules are git's own; a file git
   tracks is never ignored, as in git. Outside git, the root ``.gitignore`` is read with
@@ -31,6 +34,14 @@ KGIGNORE = ".kgignore"
 GITIGNORE = ".gitignore"
 # Folders that hold tooling or dependencies rather than the project's specs.
 SKIPPED_DIRS = frozenset({"node_modules", "__pycache__", "venv", "site-packages"})
+# Hidden folders that hold a tool's state, never the project's knowledge.
+TOOL_STATE_DIRS = frozenset(
+    {
+        ".git", ".hg", ".svn", ".kg", ".venv", ".tox", ".nox", ".direnv", ".eggs",
+        ".mypy_cache", ".pytest_cache", ".ruff_cache", ".cache", ".idea", ".vscode",
+        ".terraform", ".gradle", ".next", ".nuxt", ".yarn", ".npm", ".pnpm-store",
+    }
+)  # fmt: skip
 _GIT_TIMEOUT = 60
 
 if TYPE_CHECKING:
@@ -41,20 +52,12 @@ def walk_files(
     root: Path,
     folder: str = "",
     suffixes: Sequence[str] = MARKDOWN_SUFFIXES,
-    *,
-    rule_folders: bool = False,
 ) -> list[str]:
     """Project-relative POSIX paths of the files under ``root/folder`` whose names end with
-    one of ``suffixes`` (case-insensitive), sorted, without ignored ones. ``rule_folders``
-    (a scan of the whole project): the project's ``.cursor`` and ``.github`` are entered for
-    the rule files agents read there (:mod:`kg.directives.files`), and only for those."""
-    from kg.directives.files import RULE_FOLDERS, is_rule_path
-
+    one of ``suffixes`` (case-insensitive), sorted, without ignored ones."""
     base = os.path.abspath(root)
     start = os.path.join(base, folder) if folder else base
     ends = tuple(s.lower() for s in suffixes)
-    rules_at_top = rule_folders and not folder
-    in_rules = tuple(f + "/" for f in RULE_FOLDERS)
     found: list[str] = []
     for current, dirs, files in os.walk(start):
         # Plain string joins, not Path objects: a one-file sync walks the whole project.
@@ -63,13 +66,15 @@ def walk_files(
         dirs[:] = [
             d
             for d in dirs
-            if (not d.startswith(".") or (rules_at_top and not prefix and d in RULE_FOLDERS))
-            and d not in SKIPPED_DIRS
+            if not is_skipped_dir(d) and not os.path.exists(os.path.join(current, d, "pyvenv.cfg"))
         ]
-        names = [prefix + name for name in files if name.lower().endswith(ends)]
-        hidden = rules_at_top and prefix.startswith(in_rules)
-        found += [p for p in names if is_rule_path(p)] if hidden else names
+        found += [prefix + name for name in files if name.lower().endswith(ends)]
     return sorted(drop_ignored(root, found))
+
+
+def is_skipped_dir(name: str) -> bool:
+    """Whether a folder of this name is never scanned (tool state or dependencies)."""
+    return name in SKIPPED_DIRS or name in TOOL_STATE_DIRS
 
 
 def drop_ignored(root: Path, relpaths: Iterable[str]) -> list[str]:
