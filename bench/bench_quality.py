@@ -14,7 +14,16 @@ For each question:
 * ``semantic@B``: ``build_context_graph`` (the application function the MCP tool calls) in
   semantic mode with ``token_budget=B``, for each budget;
 * ``search``: ``query_knowledge_graph`` (hybrid, top 5), as an agent looks for anchors;
-* ``bm25``: plain BM25 over every section of the project (heading + text), top 5, in Python.
+* ``bm25@B`` (baseline): plain BM25 over every section of the project (heading + text), in
+  Python, taking whole sections in rank order while they fit B tokens;
+* ``hybrid@B`` (baseline): the same BM25 ranking fused with MiniLM's (each section's own
+  vector, cosine) by reciprocal rank fusion (k=60), packed the same way.
+
+``--real`` adds the four real repositories of issue 31 (``bench/real_corpora.py``: extracted
+from ``../shared/corpora`` at run time, each ingested whole by ``kg ingest .`` into a kept
+database), with the questions in ``bench/quality/dev-corpora.yaml``. Every corpus is reported
+on its own, and ``mean`` is the unweighted mean over corpora (the team's two corpora count as
+much as any real one, no more).
 
 Reported per corpus and overall: gold recall (fraction of gold sections returned), all-gold
 rate (questions with every gold section returned), MRR of the first gold section in the result
@@ -22,7 +31,7 @@ order, the rate at which any gold or ``acceptable`` section (a restatement that 
 came back, tokens (characters / 4) of the rendering and of the JSON structured result (mean and
 max), and latency p50/p95 in ms. ``--json FILE`` writes every question's returned ids too.
 
-Run: python bench/bench_quality.py [--budgets 400 800 1600] [--modes semantic search bm25]
+Run: python bench/bench_quality.py [--real] [--budgets 400 800 1600] [--modes semantic hybrid bm25]
      [--root DIR --questions FILE --corpus NAME]  (a held-out corpus: ROOT/NAME/...)
      [--corpus fieldnote lumen] [--subset N] [--runs R] [--json FILE] [--embedder minilm]
 """
@@ -61,9 +70,11 @@ QUALITY = HERE / "quality"
 QUESTIONS = QUALITY / "questions.yaml"
 CORPORA = ("fieldnote", "lumen")
 BUDGETS = (400, 800, 1600)
-MODES = ("semantic", "search", "bm25")
+MODES = ("semantic", "hybrid", "bm25", "search")
 SEARCH_LIMIT = 5
-BM25_TOP = 5
+RRF_K = 60
+BASELINE_DEPTH = 200  # ranked sections a baseline packs from
+DEV_QUESTIONS = QUALITY / "dev-corpora.yaml"
 
 
 # -- questions and matching -------------------------------------------------------------------
@@ -83,7 +94,7 @@ def load_questions(path: Path = QUESTIONS, corpora: Iterable[str] = CORPORA) -> 
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     out = []
     for corpus in corpora:
-        for q in data[corpus]:
+        for q in data.get(corpus, ()):
             out.append(
                 Question(
                     q["id"],
@@ -238,6 +249,10 @@ class BM25:
         self.idf = {w: math.log(1 + (n - c + 0.5) / (c + 0.5)) for w, c in df.items()}
         self.k1, self.b = k1, b
 
+    def ranked(self, query: str, k: int) -> list[str]:
+        """The ids of the ``k`` best-scoring documents, best first (ties by id)."""
+        return [self.ids[i] for i in self.top(query, k)]
+
     def top(self, query: str, k: int) -> list[int]:
         q = set(tokens(query))
         scores = []
@@ -251,6 +266,43 @@ class BM25:
             if s > 0:
                 scores.append((-s, self.ids[i], i))
         return [i for _, _, i in sorted(scores)[:k]]
+
+
+def pack(ranked: Iterable[str], text_by_id: dict[str, str], budget: int) -> tuple[list[str], int]:
+    """Whole sections in rank order while they fit ``budget`` tokens (characters / 4)."""
+    taken: list[str] = []
+    used = 0
+    for node_id in ranked:
+        cost = estimate_tokens(f"{node_id}\n{text_by_id[node_id]}")
+        if used + cost > budget:
+            break
+        taken.append(node_id)
+        used += cost
+    return taken, used
+
+
+def rrf(*rankings: Sequence[str], k: int = RRF_K) -> list[str]:
+    """Reciprocal rank fusion of id rankings (ties by id)."""
+    score: dict[str, float] = {}
+    for ranking in rankings:
+        for r, node_id in enumerate(ranking, 1):
+            score[node_id] = score.get(node_id, 0.0) + 1.0 / (k + r)
+    return sorted(score, key=lambda i: (-score[i], i))
+
+
+async def vector_ranked(rt: Runtime, text: str, k: int) -> list[str]:
+    """Sections by cosine distance of their own MiniLM vector to the question's."""
+    vector = rt.embedder.embed([text])[0]
+    rows = await rt.system_pool.fetch(
+        "SELECT node_id FROM kg_nodes WHERE tenant_id = $1 AND project_id = $2 "
+        "AND node_id LIKE 'section:%' AND embedding IS NOT NULL "
+        "ORDER BY embedding <=> $3::vector, node_id LIMIT $4",
+        rt.scope.tenant_id,
+        rt.scope.project_id,
+        "[" + ",".join(f"{x:.7f}" for x in vector) + "]",
+        k,
+    )
+    return [r["node_id"] for r in rows]
 
 
 async def section_texts(rt: Runtime) -> list[tuple[str, str]]:
@@ -274,6 +326,10 @@ async def ingest_corpus(rt: Runtime) -> dict[str, int]:
     if report.masked:  # the API reference's documented example keys, as a user would see them
         print(f"ingest warnings: secrets removed from {len(report.masked)} files", flush=True)
     await rt.catch_up()
+    return {"files": len(report.changed), **await corpus_sizes(rt)}
+
+
+async def corpus_sizes(rt: Runtime) -> dict[str, int]:
     row = await rt.system_pool.fetchrow(
         "SELECT count(DISTINCT split_part(node_id, '#', 1)) FILTER (WHERE node_id LIKE "
         "'section:%') AS files, count(*) FILTER (WHERE node_id LIKE 'section:%') AS sections, "
@@ -284,7 +340,6 @@ async def ingest_corpus(rt: Runtime) -> dict[str, int]:
     )
     assert row is not None
     return {
-        "files": len(report.changed),
         "files_with_sections": row["files"],
         "sections": row["sections"],
         "tokens": (row["chars"] + 3) // 4,
@@ -332,21 +387,23 @@ async def run_question(
             q, method, returned_sections(nodes), None,
             estimate_tokens(json.dumps(found.model_dump(), ensure_ascii=False)), ms,
         )  # fmt: skip
-    if method == "bm25":
+    if method.startswith(("bm25@", "hybrid@")):
         assert bm25 is not None
-        top = bm25.top(q.text, BM25_TOP)
+        budget = int(method.split("@")[1])
+        ranked = bm25.ranked(q.text, BASELINE_DEPTH)
+        if method.startswith("hybrid@"):
+            ranked = rrf(ranked, await vector_ranked(rt, q.text, BASELINE_DEPTH))
+        ids, used = pack(ranked, text_by_id, budget)
         ms = (time.perf_counter() - start) * 1000
-        ids = [bm25.ids[i] for i in top]
-        text = "\n\n".join(f"{i}\n{text_by_id[i]}" for i in ids)
-        return score(q, method, ids, estimate_tokens(text), None, ms)
+        return score(q, method, ids, used, None, ms)
     raise ValueError(f"unknown method {method!r}")
 
 
 def methods_for(modes: Sequence[str], budgets: Sequence[int]) -> list[str]:
     out: list[str] = []
     for m in modes:
-        if m == "semantic":
-            out += [f"semantic@{b}" for b in budgets]
+        if m in ("semantic", "bm25", "hybrid"):
+            out += [f"{m}@{b}" for b in budgets]
         else:
             out.append(m)
     return out
@@ -357,7 +414,7 @@ async def evaluate(
 ) -> list[Outcome]:
     """Every question through every method; recall from the first run, latency from all."""
     sections = await section_texts(rt)
-    bm25 = BM25(sections) if "bm25" in methods else None
+    bm25 = BM25(sections) if any(m.startswith(("bm25@", "hybrid@")) for m in methods) else None
     text_by_id = dict(sections)
     outcomes: list[Outcome] = []
     for method in methods:
@@ -435,6 +492,39 @@ def table(outcomes: Sequence[Outcome], methods: Sequence[str], corpora: Sequence
                 f"| {_num(s.render_mean)} / {_num(s.render_max)} "
                 f"| {_num(s.json_mean)} / {_num(s.json_max)} | {s.p50:.1f} | {s.p95:.1f} |"
             )
+    return "\n".join(lines)
+
+
+def pivot(
+    outcomes: Sequence[Outcome], methods: Sequence[str], corpora: Sequence[str], what: str
+) -> str:
+    """One row per corpus, one column per call: gold recall or all-gold; ``mean``: the
+    unweighted mean over corpora; ``mean (real)``: over the real repositories only."""
+    real = [c for c in corpora if c not in CORPORA]
+    lines = [
+        f"| {what} | " + " | ".join(methods) + " |",
+        "| --- |" + " ---: |" * len(methods),
+    ]
+
+    def value(corpus: str, m: str) -> float | None:
+        sel = [o for o in outcomes if o.method == m and o.corpus == corpus]
+        if not sel:
+            return None
+        s = summarise(sel)
+        return s.recall if what == "gold recall" else s.all_gold
+
+    rows: list[tuple[str, list[str]]] = [
+        (c, list(corpora[i : i + 1])) for i, c in enumerate(corpora)
+    ]
+    rows.append(("mean", list(corpora)))
+    if real and len(real) < len(corpora):
+        rows.append(("mean (real)", real))
+    for label, group in rows:
+        cells = []
+        for m in methods:
+            vals = [v for c in group if (v := value(c, m)) is not None]
+            cells.append(f"{statistics.fmean(vals):.2f}" if vals else "-")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -521,6 +611,32 @@ async def ingest_all(
             await ingest_corpus(rt)
 
 
+async def run_real_corpus(
+    corpus: str, questions: Sequence[Question], methods: Sequence[str], runs: int,
+    embedder: EmbeddingProvider,
+) -> tuple[dict[str, int], list[Outcome]]:  # fmt: skip
+    """Put every question through every method on a throwaway copy of the corpus's kept
+    database (ingested by ``kg ingest .``; the builds log context graphs)."""
+    import real_corpora
+    from common import drop_database, scratch_copy
+
+    kept = real_corpora.kept_ingested(corpus, embedder.model_id)
+    url = scratch_copy(kept)
+    settings = Settings(
+        database_url=url,
+        scope=Scope(real_corpora.TENANT, corpus),
+        project_root=real_corpora.extract(corpus),
+    )
+    try:
+        async with open_runtime(settings, url=url, embedder=embedder) as rt:
+            sizes = await corpus_sizes(rt)
+            await check_gold(rt, questions)
+            outcomes = await evaluate(rt, questions, methods, runs)
+    finally:
+        drop_database(url)
+    return sizes, outcomes
+
+
 async def main(args: argparse.Namespace, embedder: EmbeddingProvider, url: str) -> None:
     from common import machine
 
@@ -528,6 +644,18 @@ async def main(args: argparse.Namespace, embedder: EmbeddingProvider, url: str) 
     methods = methods_for(args.modes, args.budgets)
     all_outcomes: list[Outcome] = []
     print(f"Machine: {machine()}; embedder {embedder.model_id}\n")
+    for corpus in args.real:
+        qs = subset(load_questions(DEV_QUESTIONS, corpora=[corpus]), args.subset)
+        sizes, outcomes = await run_real_corpus(corpus, qs, methods, args.runs, embedder)
+        multi = sum(len(q.gold) > 1 for q in qs)
+        print(
+            f"- {corpus} (real, `kg ingest .`): {sizes['files_with_sections']:,} files with "
+            f"sections, {sizes['sections']:,} sections, {sizes['tokens']:,} tokens of section "
+            f"text; {len(qs)} questions ({multi} need two or more sections)",
+            flush=True,
+        )
+        all_outcomes += outcomes
+        questions += qs
     for corpus in args.corpus:
         qs = [q for q in questions if q.corpus == corpus]
         if not qs:
@@ -543,9 +671,14 @@ async def main(args: argparse.Namespace, embedder: EmbeddingProvider, url: str) 
             flush=True,
         )
         all_outcomes += outcomes
+    corpora = [*args.real, *args.corpus]
     print()
-    print(table(all_outcomes, methods, args.corpus))
-    print("\nGold recall by question tag (both corpora):\n")
+    print(pivot(all_outcomes, methods, corpora, "gold recall"))
+    print()
+    print(pivot(all_outcomes, methods, corpora, "all-gold"))
+    print()
+    print(table(all_outcomes, methods, corpora))
+    print("\nGold recall by question tag (all corpora):\n")
     print(tag_table(all_outcomes, questions, methods))
     if args.json:
         write_json(
@@ -557,7 +690,7 @@ async def main(args: argparse.Namespace, embedder: EmbeddingProvider, url: str) 
                         f"{c}/{m}": summarise(
                             [o for o in all_outcomes if o.method == m and c in ("all", o.corpus)]
                         ).__dict__
-                        for c in [*args.corpus, "all"]
+                        for c in [*corpora, "all"]
                         for m in methods
                     },
                     "outcomes": [o.__dict__ for o in all_outcomes],
@@ -584,7 +717,12 @@ if __name__ == "__main__":
         "--questions", type=Path, default=None,
         help="questions and gold sections (default: ROOT/questions.yaml)",
     )  # fmt: skip
-    parser.add_argument("--corpus", nargs="+", default=list(CORPORA))
+    parser.add_argument("--corpus", nargs="*", default=list(CORPORA))
+    parser.add_argument(
+        "--real", nargs="*", default=None,
+        help="also the real dev-set repositories (issue 31; all four when none is named), "
+        "each ingested by `kg ingest .` into a kept database",
+    )  # fmt: skip
     parser.add_argument("--subset", type=int, default=None, help="N questions spread evenly")
     parser.add_argument("--runs", type=int, default=1, help="repeat each call for latency")
     parser.add_argument("--embedder", default="minilm", help="KG_EMBEDDER (default minilm)")
@@ -597,6 +735,14 @@ if __name__ == "__main__":
     )
     cli = parser.parse_args()
     cli.questions = cli.questions or cli.root / "questions.yaml"
+    if cli.real is not None:
+        from real_corpora import REAL_CORPORA, available
+
+        if (why := available()) is not None:
+            parser.error(why)
+        cli.real = cli.real or list(REAL_CORPORA)
+    else:
+        cli.real = []
     for name in cli.corpus:
         if not (cli.root / name).is_dir():
             parser.error(f"corpus {name!r}: no folder {cli.root / name} (see --root)")

@@ -10,18 +10,29 @@ from kg.ingest import discover_markdown, parse_project
 Writer = Callable[[str, str | bytes], Path]
 
 
-def test_discovery_skips_hidden_and_dependency_folders(tmp_path: Path, write: Writer) -> None:
+def test_discovery_reads_hidden_folders_but_skips_tool_state_and_dependencies(
+    tmp_path: Path, write: Writer
+) -> None:
     for rel in (
         "README.md",
         "docs/a.markdown",
         "docs/b.MD",
         "docs/c.txt",
+        ".specify/memory/constitution.md",
         ".git/x.md",
+        ".kg/x.md",
         ".venv/y.md",
+        "env/pyvenv.cfg",
+        "env/lib/w.md",
         "node_modules/pkg/z.md",
     ):
         write(rel, "# x\n")
-    assert discover_markdown(tmp_path) == ["README.md", "docs/a.markdown", "docs/b.MD"]
+    assert discover_markdown(tmp_path) == [
+        ".specify/memory/constitution.md",
+        "README.md",
+        "docs/a.markdown",
+        "docs/b.MD",
+    ]
 
 
 def test_partial_parse_resolves_wiki_links_against_the_whole_project(

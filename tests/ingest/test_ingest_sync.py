@@ -31,7 +31,7 @@ async def test_first_sync_is_full_then_only_changed_files_are_read(
     repo.write("docs/a.md", "# A\n\n[b](b.md)\n")
     repo.write("docs/b.md", "# B\n")
     repo.write("docs/c.md", "# C\n")
-    repo.write(".github/hidden.md", "# not a spec\n")
+    repo.write(".venv/tool.md", "# a virtual environment's file, not a spec\n")
     first_sha = repo.commit("specs")
 
     first = await sync_project(runtime)
