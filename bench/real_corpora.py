@@ -72,8 +72,8 @@ def database_name(corpus: str, fp: str) -> str:
 def kept_ingested(corpus: str, embedder_id: str) -> str:
     """The URL of ``corpus`` ingested whole by ``kg ingest .`` with the current code."""
     import psycopg
-
     from common import COMPLETE, _server, mark_complete
+
     from kg.db import migrate
     from kg.db.urls import asyncpg_url, with_database
 

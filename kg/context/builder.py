@@ -26,6 +26,7 @@ from kg.context.fit import (
     structured_tokens,
 )
 from kg.context.graph_hash import graph_hash
+from kg.context.intent import intent_factor, task_intent
 from kg.context.render import estimate_tokens, render
 from kg.context.request import ContextRequest
 from kg.context.result import Budget, ContextEdge, ContextGraph, ContextNode, GovernanceSummary
@@ -191,6 +192,7 @@ class ContextBuilder:
         # vector similarity alone put sections only full text found below every neighbour.
         best = max((score for _, _, score in semantic), default=1.0) or 1.0
         matched = {n: (rank, sim, score / best) for rank, (n, sim, score) in enumerate(semantic, 1)}
+        intent = task_intent(req.task)
         reached: dict[str, _Reached] = {}
         denied: set[str] = set()
         for node_id in wanted:
@@ -206,7 +208,12 @@ class ContextBuilder:
                 rank, sim, relevance = matched[node_id]
                 how = f"sim {sim:.2f}" if sim else "full text"
                 reason = f"match #{rank} ({how})"  # every node says it: short
-                score = max(relevance, 0.05) * prior(node_id) * content_factor(row.content)
+                score = (
+                    max(relevance, 0.05)
+                    * prior(node_id)
+                    * content_factor(row.content)
+                    * intent_factor(row.labels, intent)
+                )
                 reached[node_id] = _Reached(row, verdict, score, reason, 0)
         return reached, denied
 
@@ -312,6 +319,7 @@ class ContextBuilder:
     ) -> int:
         frontier = sorted(n for n, r in reached.items() if r.hop == 0)
         wanted = sorted(set(terms(req.task))) if req.task else []
+        intent = task_intent(req.task)
         limit = expansion_limit(req)
         depth = 0
         for hop in range(1, req.max_depth + 1):
@@ -357,6 +365,7 @@ class ContextBuilder:
                 ):
                     continue
                 score = _hop_score(parent.score, edge.weight, row, as_of_time, wanted)
+                score *= intent_factor(row.labels, intent)
                 reason = f"hop {hop} from {parent_id} via {edge.edge_type}"
                 if candidate is None or (score, reason) > (candidate.score, candidate.reason):
                     new[node_id] = _Reached(row, verdict, score, reason, hop, edge.edge_id)
