@@ -59,8 +59,10 @@ from kg.search import FALLBACK_WARNING
 # other sections naming it, without showing the entity. 8: a build of at least FAMILY_BUDGET
 # tokens brings the small families (siblings) of its best matches; records of work (a story's
 # task list, completion notes, change log), an installed agent method and files named as
-# superseded or retired rank like copies (kg.ranking).
-BUILDER_VERSION = 8
+# superseded or retired rank like copies (kg.ranking). 9: code or documents decided from the
+# task's wording, the other kind at a lower score (kg.context.intent); full text normalises for
+# length (migration 0017).
+BUILDER_VERSION = 9
 
 # Each frontier node offers at least this many of its strongest edges per hop (more when the
 # frontier is small), so no single hub (a policy governing thousands of nodes, a document with
