@@ -164,13 +164,16 @@ def test_malformed_front_matter_or_a_bad_glob_skips_the_file_and_says_where() ->
 
 
 def test_a_project_scan_finds_the_rule_files_agents_read(tmp_path: Path) -> None:
+    # Hidden folders git tracks are read whole (issue 31): the rule files agents read there,
+    # and the other Markdown beside them; git's own folder is not.
     for rel in ("AGENTS.md", ".cursor/rules/api.mdc", ".github/copilot-instructions.md",
                 ".github/PULL_REQUEST_TEMPLATE.md", ".git/info.md", "docs/rules/x.md"):  # fmt: skip
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("- Never do that.\n")
 
     assert discover_markdown(tmp_path) == [
-        ".cursor/rules/api.mdc", ".github/copilot-instructions.md", "AGENTS.md", "docs/rules/x.md",
+        ".cursor/rules/api.mdc", ".github/PULL_REQUEST_TEMPLATE.md",
+        ".github/copilot-instructions.md", "AGENTS.md", "docs/rules/x.md",
     ]  # fmt: skip
 
 
