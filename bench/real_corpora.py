@@ -25,7 +25,10 @@ EXTRACTED = Path(os.environ.get("KG_DEV_CORPORA_DIR", "/tmp/kg-dev-corpora"))
 REAL_CORPORA = ("bmad-docvet", "speckit-deacon", "adr-buy-for-your-school", "agents-beads")
 TENANT = "real"
 CODE = Path(__file__).resolve().parent.parent
-_INGEST_CODE = ("kg/ingest", "kg/projections", "kg/embeddings", "kg/events", "kg/directives")
+_INGEST_CODE = (
+    "kg/ingest", "kg/parsed", "kg/projections", "kg/embeddings", "kg/events", "kg/directives",
+    "kg/languages.py", "kg/passages.py",
+)  # fmt: skip
 
 
 def available() -> str | None:
@@ -58,8 +61,9 @@ def fingerprint(corpus: str, embedder_id: str) -> str:
     """What an ingested corpus depends on: the archive, the ingest code, the embedder."""
     archive = ARCHIVES / f"{corpus}.tar.gz"
     digest = hashlib.sha256(f"{embedder_id}:{archive.stat().st_size}".encode())
-    for folder in _INGEST_CODE:
-        for path in sorted((CODE / folder).rglob("*.py")):
+    for part in _INGEST_CODE:
+        where = CODE / part
+        for path in [where] if where.is_file() else sorted(where.rglob("*.py")):
             digest.update(str(path.relative_to(CODE)).encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()[:10]
