@@ -37,10 +37,10 @@ if TYPE_CHECKING:
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_VARIANT = "fp32"
-"""The export kg runs. int8 (dynamic quantisation, ``KG_EMBEDDER=minilm-int8``) measured ~1.6x
-faster but only at a cosine of 0.98-0.99 to the reference on short texts and real sections,
-below the 0.99 that would let it replace fp32 unseen (bench/RESULTS.md, "MiniLM on ONNX
-Runtime"); fp32 keeps the vectors, and so the id, of earlier releases."""
+"""The export kg runs. int8 (per-channel dynamic quantisation, ``KG_EMBEDDER=minilm-int8``)
+measured only ~1.1x faster on AVX2, at a cosine of 0.98-0.99 to the reference, below the 0.99
+that would let it replace fp32 unseen (bench/RESULTS.md, "MiniLM on ONNX Runtime"); fp32 keeps
+the vectors, and so the id, of earlier releases."""
 MODEL_IDS = {"fp32": MODEL_NAME, "int8": f"{MODEL_NAME}@onnx-int8"}
 """The id stored next to each vector names the model and its numerics: vectors of two
 variants are never mixed in one index (a changed id re-embeds). fp32 gives the reference's
