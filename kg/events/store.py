@@ -102,6 +102,14 @@ SELECT l.head, l.chain_hash
   FROM (SELECT set_config('kg.tenant_id', $1, true) AS tenant) t, LATERAL kg_append_lock(t.tenant) l
 """
 
+# The same on a Citus cluster (``kg db distribute``): the tenant set by a statement Citus forwards
+# to the workers (:func:`kg.db.tenancy.set_tenant_sql`), then the lock as a bare call of the
+# distributed function, which the coordinator delegates to the tenant's worker (a call inside a
+# larger query would run on the coordinator as the owner, on a second connection to the shards).
+_LOCK_HEAD_DELEGATED = "SELECT kg_append_lock($1)"
+
+_CITUS = "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"
+
 _VERSIONS = """
 SELECT stream_id, max(stream_version) AS version FROM kg_events
  WHERE tenant_id = $1 AND project_id = $2 AND stream_id = ANY($3::text[])
@@ -246,6 +254,9 @@ class EventStore:
         self._pool = pool
         # Where committed appends are recorded for this process's projection runner.
         self._recent = recent
+        # Whether the database has Citus (asked on the first append): its append path sets the
+        # tenant and takes the lock in two statements (see _LOCK_HEAD_DELEGATED).
+        self._citus: bool | None = None
 
     @property
     def pool(self) -> asyncpg.Pool:
@@ -337,9 +348,11 @@ class EventStore:
         sizes = [len(p[2]) + len(c or "") for p, c in zip(prepared, contents, strict=True)]
         try:
             async with self._pool.acquire() as conn, conn.transaction():
+                if self._citus is None:
+                    self._citus = bool(await conn.fetchval(_CITUS))
                 results = await _append_locked(
                     conn, scope, list(counts), expected, prepared, idempotency_key, contents,
-                    kept, stored,
+                    kept, stored, delegated=self._citus,
                 )  # fmt: skip
                 if then is not None and not any(r.duplicate for r in results):
                     await then(conn, results)
@@ -584,10 +597,17 @@ async def _append_locked(
     contents: Sequence[str | None] = (),
     kept: list[RecordedEvent] | None = None,
     stored: Sequence[dict[str, Any] | None] = (),
+    *,
+    delegated: bool = False,
 ) -> list[AppendResult]:
     """The append itself, under the lock of the tenant's head: checks, hash chain, one insert.
-    With ``kept``, the appended events are added to it as a read of the log returns them."""
-    head, prev_hash = await conn.fetchrow(_SET_TENANT_AND_LOCK_HEAD, scope.tenant_id)
+    With ``kept``, the appended events are added to it as a read of the log returns them.
+    ``delegated``: the database has Citus (two statements to lock, see _LOCK_HEAD_DELEGATED)."""
+    if delegated:
+        await set_tenant(conn, scope.tenant_id)
+        head, prev_hash = await conn.fetchval(_LOCK_HEAD_DELEGATED, scope.tenant_id)
+    else:
+        head, prev_hash = await conn.fetchrow(_SET_TENANT_AND_LOCK_HEAD, scope.tenant_id)
     if idempotency_key is not None:
         earlier = await conn.fetch(
             _FIND_IDEMPOTENT, scope.tenant_id, scope.project_id, idempotency_key
