@@ -56,6 +56,14 @@ DELEGATED_FUNCTIONS = (
 
 TRIGGERED_TABLES = ("kg_events", "kg_event_content")
 
+NESTED_FUNCTIONS = ("kg_fulltext_bm25(text, text, tsquery, text[], text[], integer, float8)",)
+"""SECURITY DEFINER functions called inside a tenant's query (which Citus routes whole to the
+tenant's worker) that read a distributed table themselves: allowed to, since their read is
+pruned to the same tenant's shard on that worker by their ``p_tenant`` argument (migration
+0018) and so runs locally, in the same transaction."""
+
+_NESTED = "citus.allow_nested_distributed_execution=on"
+
 
 class DistributeError(KgError):
     """The database cannot be distributed as it is; the message says what to do."""
@@ -104,20 +112,23 @@ def is_distributed(conn: psycopg.Connection) -> bool:
 
 def _check_ready(conn: psycopg.Connection, url: str) -> int:
     if citus_version(conn) is None:
+        where = redact(url)
         available = conn.execute(
             "SELECT 1 FROM pg_available_extensions WHERE name = 'citus'"
         ).fetchone()
-        where = redact(url)
-        if available is None:
+        loaded = conn.execute("SELECT current_setting('shared_preload_libraries')").fetchone()
+        if available is None or loaded is None or "citus" not in str(loaded[0]):
             raise DistributeError(
-                f"Citus is not installed on the server at {where}: kg db distribute needs a Citus "
-                "coordinator (install the extension, add `citus` to shared_preload_libraries, "
-                "restart; scripts/citus-cluster starts a local cluster)"
+                f"kg db distribute needs a Citus coordinator, and the server at {where} "
+                f"{'has no Citus' if available is None else 'does not load Citus'}: install "
+                "the extension, add `citus` to shared_preload_libraries, restart, and add the "
+                "workers (scripts/citus-cluster starts a local cluster)"
             )
         raise DistributeError(
-            f"the database at {where} has no citus extension: run CREATE EXTENSION citus there "
-            "(and on every worker), add the workers with SELECT citus_add_node(host, port), "
-            "then run kg db distribute again"
+            f"kg db distribute needs a Citus coordinator, and the database at {where} has no "
+            "citus extension: run CREATE EXTENSION citus there (and in the same database on "
+            "every worker), add the workers with SELECT citus_add_node(host, port), then run "
+            "kg db distribute again"
         )
     workers = conn.execute("SELECT count(*) FROM citus_get_active_worker_nodes()").fetchone()
     count = int(workers[0]) if workers else 0
@@ -143,6 +154,21 @@ def _check_ready(conn: psycopg.Connection, url: str) -> int:
 
 def distribute(url: str) -> DistributeReport:
     """Distribute the kg database at ``url`` (a Citus coordinator, as the schema's owner)."""
+    try:
+        return _distribute(url)
+    except psycopg.OperationalError as exc:
+        from kg.db.connect import unreachable
+
+        raise unreachable(url, exc) from None
+    except psycopg.Error as exc:
+        raise DistributeError(
+            f"Citus refused a step of kg db distribute on {redact(url)}: {exc}. "
+            "Nothing half-done stays: each table and function is one step; fix the cause and "
+            "run kg db distribute again"
+        ) from exc
+
+
+def _distribute(url: str) -> DistributeReport:
     report = DistributeReport()
     with psycopg.connect(asyncpg_url(url), autocommit=True) as conn:
         report.workers = _check_ready(conn, url)
@@ -187,6 +213,19 @@ def distribute(url: str) -> DistributeReport:
                 (signature, COLOCATE_WITH),
             )
             report.delegated.append(signature.split("(")[0])
+        for signature in NESTED_FUNCTIONS:
+            config = conn.execute(
+                "SELECT proconfig FROM pg_proc WHERE oid = to_regprocedure(%s)", (signature,)
+            ).fetchone()
+            if config is None:
+                raise DistributeError(f"function {signature} is missing: run `kg db upgrade`")
+            if _NESTED in (config[0] or []):
+                report.already += 1
+                continue
+            conn.execute(
+                f"ALTER FUNCTION {signature} SET citus.allow_nested_distributed_execution = on"  # type: ignore[arg-type]
+            )
+            report.settings.append(f"{signature.split('(')[0]}: {_NESTED}")
         setting = conn.execute(
             "SELECT 1 FROM pg_db_role_setting s JOIN pg_database d ON d.oid = s.setdatabase "
             "WHERE d.datname = current_database() AND s.setrole = 0 "
@@ -209,3 +248,25 @@ def _delegated(conn: psycopg.Connection, signature: str) -> bool:
         (signature,),
     ).fetchone()
     return bool(row and row[0])
+
+
+def refuse_migration_if_distributed(url: str, pending: list[str]) -> None:
+    """``kg db upgrade`` on a distributed database: nothing to run is fine; a pending migration
+    is refused before it starts (kg's migrations are written for one node: a new table would
+    stay local to the coordinator, a key change cannot be made online on shards)."""
+    if not pending:
+        return
+    try:
+        with psycopg.connect(asyncpg_url(url), autocommit=True) as conn:
+            if not is_distributed(conn):
+                return
+    except psycopg.Error:
+        return  # the migration itself reports an unreachable server
+    raise DistributeError(
+        f"the database at {redact(url)} is distributed with Citus (kg db distribute) and "
+        f"{len(pending)} migration(s) are pending ({', '.join(pending)}): kg does not migrate a "
+        "distributed database. Upgrade kg's schema before distributing: on a fresh cluster run "
+        "`kg db upgrade` then `kg db distribute`; for existing data, restore a dump "
+        "(pg_dump of the coordinator) on one node, run `kg db upgrade` there, load it into a "
+        "fresh cluster and distribute again (docs/scale-out.md)"
+    )

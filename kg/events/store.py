@@ -110,6 +110,24 @@ _LOCK_HEAD_DELEGATED = "SELECT kg_append_lock($1)"
 
 _CITUS = "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"
 
+# Per open pool (a store is made per use, a pool lives long): whether its database has Citus.
+# Keyed by id and holding the pool itself, so a later pool reusing a closed one's id is never
+# taken for it; closed pools are dropped whenever a new one is asked about.
+_CITUS_BY_POOL: dict[int, tuple[asyncpg.Pool, bool]] = {}
+
+
+async def _has_citus(pool: asyncpg.Pool, conn: asyncpg.Connection) -> bool:
+    known = _CITUS_BY_POOL.get(id(pool))
+    if known is not None and known[0] is pool:
+        return known[1]
+    found = bool(await conn.fetchval(_CITUS))
+    for key, (other, _) in list(_CITUS_BY_POOL.items()):
+        if other.is_closing():
+            del _CITUS_BY_POOL[key]
+    _CITUS_BY_POOL[id(pool)] = (pool, found)
+    return found
+
+
 _VERSIONS = """
 SELECT stream_id, max(stream_version) AS version FROM kg_events
  WHERE tenant_id = $1 AND project_id = $2 AND stream_id = ANY($3::text[])
@@ -254,9 +272,6 @@ class EventStore:
         self._pool = pool
         # Where committed appends are recorded for this process's projection runner.
         self._recent = recent
-        # Whether the database has Citus (asked on the first append): its append path sets the
-        # tenant and takes the lock in two statements (see _LOCK_HEAD_DELEGATED).
-        self._citus: bool | None = None
 
     @property
     def pool(self) -> asyncpg.Pool:
@@ -348,11 +363,9 @@ class EventStore:
         sizes = [len(p[2]) + len(c or "") for p, c in zip(prepared, contents, strict=True)]
         try:
             async with self._pool.acquire() as conn, conn.transaction():
-                if self._citus is None:
-                    self._citus = bool(await conn.fetchval(_CITUS))
                 results = await _append_locked(
                     conn, scope, list(counts), expected, prepared, idempotency_key, contents,
-                    kept, stored, delegated=self._citus,
+                    kept, stored, delegated=await _has_citus(self._pool, conn),
                 )  # fmt: skip
                 if then is not None and not any(r.duplicate for r in results):
                     await then(conn, results)
