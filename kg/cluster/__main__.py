@@ -1,4 +1,4 @@
-"""``python -m kg.cluster start|stop|add-worker|status [--root DIR]`` (``scripts/citus-cluster``)."""
+"""``python -m kg.cluster start|stop|add-worker|status``: ``scripts/citus-cluster``."""
 
 from __future__ import annotations
 

@@ -220,7 +220,7 @@ def _sql(url: str, *statements: str) -> None:
 
     with psycopg.connect(url, autocommit=True) as conn:
         for statement in statements:
-            conn.execute(statement)  # type: ignore[arg-type]
+            conn.execute(statement)
 
 
 def _new_node(root: Path, name: str, durable: bool) -> Node:

@@ -223,7 +223,7 @@ def _distribute(url: str) -> DistributeReport:
                 report.already += 1
                 continue
             conn.execute(
-                f"ALTER FUNCTION {signature} SET citus.allow_nested_distributed_execution = on"  # type: ignore[arg-type]
+                f"ALTER FUNCTION {signature} SET citus.allow_nested_distributed_execution = on"
             )
             report.settings.append(f"{signature.split('(')[0]}: {_NESTED}")
         setting = conn.execute(
@@ -235,7 +235,7 @@ def _distribute(url: str) -> DistributeReport:
             database = conn.execute("SELECT current_database()").fetchone()
             assert database is not None
             quoted = '"' + str(database[0]).replace('"', '""') + '"'
-            conn.execute(f"ALTER DATABASE {quoted} SET citus.propagate_set_commands = 'local'")  # type: ignore[arg-type]
+            conn.execute(f"ALTER DATABASE {quoted} SET citus.propagate_set_commands = 'local'")
             report.settings.append("citus.propagate_set_commands = 'local'")
     return report
 

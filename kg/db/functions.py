@@ -1,7 +1,7 @@
 """SQL functions the application calls, for schemas created at run time (audit replays).
 
-``kg_fulltext_bm25`` is created in ``public`` by migration 0015 (with the tenant first: 0018) (which keeps its own copy of
-this text, as migrations do); a replay schema needs its own, bound to its own tables.
+``kg_fulltext_bm25`` is created in ``public`` by migrations 0015 and 0018 (which keep their own
+copy of this text, as migrations do); a replay schema needs its own, bound to its own tables.
 """
 
 from __future__ import annotations
