@@ -25,6 +25,7 @@ from kg.embeddings import HashingEmbedder
 from kg.runtime import Runtime
 
 DATABASE = "kg_citus"
+ROOT = str(Path(__file__).resolve().parents[2])
 
 
 @pytest.fixture(scope="session")
@@ -107,6 +108,7 @@ def cli_env(url: str, scope: Scope, **extra: str) -> dict[str, str]:
     """A ``kg`` subprocess's environment on the cluster, in ``scope``."""
     return {
         **os.environ,
+        "PYTHONPATH": ROOT,  # this checkout's kg, whatever the virtualenv holds
         "KG_DATABASE_URL": url,
         "KG_TENANT": scope.tenant_id,
         "KG_PROJECT": scope.project_id,
