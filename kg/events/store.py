@@ -108,6 +108,12 @@ SELECT l.head, l.chain_hash
 # larger query would run on the coordinator as the owner, on a second connection to the shards).
 _LOCK_HEAD_DELEGATED = "SELECT kg_append_lock($1)"
 
+# On a Citus cluster, an append delegated to the worker that held the tenant's shards just before
+# the rebalancer moved them (its last step, under a brief lock) finds them remote and fails with
+# this; nothing was written, and the same append sent again reaches the new worker.
+_SHARD_MOVED = "cannot execute a distributed query from a query on a shard"
+_MOVE_RETRIES = 5
+
 _CITUS = "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"
 
 # Per open pool (a store is made per use, a pool lives long): whether its database has Citus.
@@ -362,13 +368,24 @@ class EventStore:
         kept: list[RecordedEvent] | None = [] if recent is not None and then is None else None
         sizes = [len(p[2]) + len(c or "") for p, c in zip(prepared, contents, strict=True)]
         try:
-            async with self._pool.acquire() as conn, conn.transaction():
-                results = await _append_locked(
-                    conn, scope, list(counts), expected, prepared, idempotency_key, contents,
-                    kept, stored, delegated=await _has_citus(self._pool, conn),
-                )  # fmt: skip
-                if then is not None and not any(r.duplicate for r in results):
-                    await then(conn, results)
+            for attempt in range(_MOVE_RETRIES + 1):
+                try:
+                    async with self._pool.acquire() as conn, conn.transaction():
+                        results = await _append_locked(
+                            conn, scope, list(counts), expected, prepared, idempotency_key,
+                            contents, kept, stored,
+                            delegated=await _has_citus(self._pool, conn),
+                        )  # fmt: skip
+                        if then is not None and not any(r.duplicate for r in results):
+                            await then(conn, results)
+                    break
+                except asyncpg.InternalServerError as exc:
+                    if _SHARD_MOVED not in str(exc) or attempt == _MOVE_RETRIES:
+                        raise
+                    # Rolled back whole: nothing of it was written, so it runs again as new.
+                    if kept is not None:
+                        kept.clear()
+                    await asyncio.sleep(0.05 * 2**attempt)
             if recent is not None:  # committed: the runner may take these instead of reading
                 if kept:
                     recent.add(scope.tenant_id, kept, sizes)

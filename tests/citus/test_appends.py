@@ -60,7 +60,7 @@ async def test_the_shards_are_spread_and_a_tenant_lives_on_one_worker(
     rows = await citus_system_pool.fetch(
         "SELECT DISTINCT nodeport FROM citus_shards WHERE table_name = 'kg_events'::regclass"
     )
-    assert len(rows) == 2
+    assert len(rows) >= 2  # (three once test_rebalance added a worker)
     groups = await citus_system_pool.fetchval(
         "SELECT count(DISTINCT colocation_id) FROM citus_tables WHERE distribution_column = "
         "'tenant_id'"
