@@ -12,6 +12,7 @@ import uuid
 import asyncpg
 import pytest
 
+from kg.cluster import nodes
 from kg.config import Scope
 from kg.errors import ConcurrencyConflictError, IdempotencyKeyReusedError
 from kg.events import EventStore, NodeAsserted
@@ -176,3 +177,30 @@ async def test_the_app_role_cannot_write_the_log_except_through_the_append_path(
             f"UPDATE kg_events SET payload = '{{}}' WHERE tenant_id = '{tenant}'"
         )
     await assert_log_verifies(EventStore(citus_system_pool), [tenant])
+
+
+async def test_on_a_worker_the_app_role_cannot_write_a_shard_of_the_log_either(
+    citus_cluster: nodes.Cluster, citus_url: str, citus_system_pool: asyncpg.Pool
+) -> None:
+    """Grants reach the shards: kg_app logging in to a worker directly (bypassing the
+    coordinator) may read a shard of kg_events but not write it."""
+    database = citus_url.rsplit("/", 1)[1]
+    worker = citus_cluster.workers[0]
+    conn = await asyncpg.connect(worker.url(database).replace("postgres@", "kg_app@"))
+    try:
+        await conn.execute("SET citus.override_table_visibility = off")
+        shard = await conn.fetchval(
+            "SELECT relname FROM pg_class WHERE relname ~ '^kg_events_[0-9]+$' LIMIT 1"
+        )
+        assert shard is not None
+        with pytest.raises(asyncpg.InsufficientPrivilegeError):
+            await conn.execute(
+                f"INSERT INTO {shard} (position, event_id, tenant_id, project_id, stream_id, "
+                "stream_version, event_type, schema_version, payload, metadata, recorded_at, "
+                "prev_hash, hash) VALUES (1, gen_random_uuid(), 'x', 'p', 's', 1, 'T', 1, "
+                "'{}', '{}', now(), 'a', 'b')"
+            )
+        with pytest.raises(asyncpg.InsufficientPrivilegeError):
+            await conn.execute(f"DELETE FROM {shard}")
+    finally:
+        await conn.close()

@@ -70,7 +70,9 @@ async def test_a_third_worker_and_a_rebalance_under_appends_lose_nothing(
     writers = [asyncio.create_task(write(s)) for s in scopes]
     before = await _shards_per_node(citus_system_pool)
     new = await asyncio.to_thread(nodes.add_worker, citus_cluster, durable=False)
-    await citus_system_pool.execute("SELECT citus_rebalance_start(shard_transfer_mode => 'block_writes')")
+    await citus_system_pool.execute(
+        "SELECT citus_rebalance_start(shard_transfer_mode => 'block_writes')"
+    )
     await citus_system_pool.execute("SELECT citus_rebalance_wait()")
     status = await citus_system_pool.fetchval(
         "SELECT state FROM citus_rebalance_status() ORDER BY job_id DESC LIMIT 1"
