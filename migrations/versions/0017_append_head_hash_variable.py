@@ -15,6 +15,7 @@ Create Date: 2026-11-29
 from __future__ import annotations
 
 import importlib
+from types import ModuleType
 
 from alembic import op
 
@@ -27,7 +28,7 @@ _SUBSCRIPT = "hash = p_hashes[v_count],"
 _VARIABLE = "hash = v_hash,"
 
 
-def _m16():  # type: ignore[no-untyped-def]
+def _m16() -> ModuleType:
     return importlib.import_module("migrations.versions.0016_frontier_in_chain_head")
 
 
