@@ -63,7 +63,7 @@ def test_distribute_a_fresh_database_then_again_from_the_cli(
         assert "distributed kg_events by tenant_id" in first.stdout
         assert "reference table embedding_cache" in first.stdout
         assert "function kg_append_events runs on the tenant's worker" in first.stdout
-        assert "distributed: 2 worker(s)" in first.stdout
+        assert f"distributed: {len(citus_cluster.workers)} worker(s)" in first.stdout
 
         tables, tenant_tables, delegated = _catalog(url)
         hashed = {name for name, (method, _) in tables.items() if method == "h"}
