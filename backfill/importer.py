@@ -42,6 +42,7 @@ from backfill.rows import Layout, MapContext, Row, TableSpec
 from backfill.session_tables import CallEdges, Functions, Memory
 from backfill.values import RowRejected, text
 from kg.config import Scope
+from kg.db.tenancy import set_tenant
 from kg.errors import BackfillConflictError, ConcurrencyConflictError, ValidationError
 from kg.events import EventMetadata, EventStore, PendingEvent
 
@@ -247,7 +248,7 @@ class Backfill:
     async def existing(self, stream: str) -> tuple[set[str], int]:
         """The sources already in ``stream`` and its version."""
         async with self.pool.acquire() as conn, conn.transaction():
-            await conn.execute("SELECT set_config('kg.tenant_id', $1, true)", self.scope.tenant_id)
+            await set_tenant(conn, self.scope.tenant_id)
             rows = await conn.fetch(_EXISTING, self.scope.tenant_id, self.scope.project_id, stream)
         return {r["source"] for r in rows if r["source"]}, max(
             (r["stream_version"] for r in rows), default=0
@@ -255,7 +256,7 @@ class Backfill:
 
     async def _sessions(self) -> set[str]:
         async with self.pool.acquire() as conn, conn.transaction():
-            await conn.execute("SELECT set_config('kg.tenant_id', $1, true)", self.scope.tenant_id)
+            await set_tenant(conn, self.scope.tenant_id)
             rows = await conn.fetch(_SESSIONS, self.scope.tenant_id, self.scope.project_id)
         return {r["node_id"] for r in rows}
 

@@ -38,7 +38,7 @@ from common import fresh_database, machine, median, percentile
 from kg.audit import tree
 from kg.audit.merkle import verify_consistency, verify_inclusion
 from kg.db.connect import create_pool
-from kg.db.tenancy import tenant_transaction
+from kg.db.tenancy import set_tenant, tenant_transaction
 from kg.events import EventStore
 from kg.events.hashing import GENESIS_HASH, canonical_event, chain_hash
 
@@ -129,7 +129,7 @@ async def server_side(system: object, writers: int, size: int, appends: int, ten
                     hashes = [uuid.uuid4().hex * 2 for _ in range(size)]
                     heads[tenant] = (head + size, hashes[-1])
                     async with conn.transaction():
-                        await conn.execute("SELECT set_config('kg.tenant_id', $1, true)", tenant)
+                        await set_tenant(conn, tenant)
                         await conn.execute(
                             _SERVER_APPEND, tenant, list(range(head + 1, head + size + 1)),
                             [uuid.uuid4() for _ in range(size)], [f"s{w}-{a}"] * size,

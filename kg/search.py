@@ -54,7 +54,7 @@ TERMS = "array(SELECT lexeme FROM unnest(to_tsvector('english', $4)))"
 _FTS = f"""
 SELECT node_id, row_number() OVER (ORDER BY rank DESC, node_id) AS r, rank
   FROM (SELECT m.node_id, m.rank
-          FROM kg_fulltext_bm25($2, {ANY_TERMS}, {TERMS}, $3, {FTS_SCAN_CAP}, $8) m
+          FROM kg_fulltext_bm25($1, $2, {ANY_TERMS}, {TERMS}, $3, {FTS_SCAN_CAP}, $8) m
          ORDER BY m.rank DESC, m.node_id LIMIT $5) f
 """
 

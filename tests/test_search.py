@@ -91,21 +91,26 @@ async def test_search_never_crosses_tenants(
     assert (await search(app_pool, Scope("a", "p"), "password", mode="fulltext")).hits
 
 
-async def test_the_fulltext_function_reads_the_tenant_from_the_session_only(
+async def test_the_fulltext_function_answers_only_for_the_sessions_tenant(
     store: EventStore, system_pool: asyncpg.Pool, app_pool: asyncpg.Pool
 ) -> None:
-    """kg_fulltext_bm25 bypasses RLS to use the GIN index, so it must filter as RLS does."""
+    """kg_fulltext_bm25 bypasses RLS to use the GIN index, so it must filter as RLS does: the
+    tenant it is asked about must be the session's (migration 0018)."""
     await project(store, system_pool, Scope("a", "p"), HashingEmbedder())
-    query = (
-        "SELECT node_id FROM kg_fulltext_bm25('p', to_tsquery('english', 'password'), "
-        "ARRAY['password'], NULL, 10, 100)"
-    )
+
+    def query(tenant: str) -> str:
+        return (
+            f"SELECT node_id FROM kg_fulltext_bm25('{tenant}', 'p', "
+            "to_tsquery('english', 'password'), ARRAY['password'], NULL, 10, 100)"
+        )
+
     async with app_pool.acquire() as conn, conn.transaction():
-        assert await conn.fetch(query) == [], "no tenant set: nothing"
-        await conn.execute("SELECT set_config('kg.tenant_id', 'b', true)")
-        assert await conn.fetch(query) == [], "another tenant: nothing"
-        await conn.execute("SELECT set_config('kg.tenant_id', 'a', true)")
-        assert [r["node_id"] for r in await conn.fetch(query)] == ["decision:reset"]
+        assert await conn.fetch(query("a")) == [], "no tenant set: nothing"
+        await conn.execute("SET LOCAL kg.tenant_id = 'b'")
+        assert await conn.fetch(query("a")) == [], "another tenant's nodes: nothing"
+        assert await conn.fetch(query("b")) == [], "its own tenant has no such node"
+        await conn.execute("SET LOCAL kg.tenant_id = 'a'")
+        assert [r["node_id"] for r in await conn.fetch(query("a"))] == ["decision:reset"]
 
 
 async def test_bad_search_requests_are_clear_errors(app_pool: asyncpg.Pool, scope: Scope) -> None:

@@ -106,7 +106,7 @@ async def _drop_bulk_indexes(
     async with pool.acquire() as conn, conn.transaction():
         rows = await conn.fetch(_SECONDARY, schema)
         retires = await conn.fetchval(
-            "SELECT EXISTS (SELECT FROM kg_events WHERE tenant_id = $1 AND position <= $2 "
+            "SELECT EXISTS (SELECT 1 FROM kg_events WHERE tenant_id = $1 AND position <= $2 "
             "AND event_type = ANY($3::text[]))",
             tenant_id,
             until,

@@ -16,6 +16,7 @@ from typing import Any
 import asyncpg
 
 from kg.config import Scope
+from kg.db.tenancy import set_tenant
 from kg.errors import KgError, NotFoundError, ValidationError
 from kg.events.context import ContextGraphBuilt, ContextGraphUsed
 from kg.events.decision import DecisionRecorded
@@ -238,7 +239,7 @@ async def trail(
     f.check()
     found = False
     async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read"):
-        await conn.execute("SELECT set_config('kg.tenant_id', $1, true)", scope.tenant_id)
+        await set_tenant(conn, scope.tenant_id)
         where, args = await _where(conn, scope, f)
         sql = (
             f"SELECT {SELECT_EVENT} FROM kg_events WHERE {' AND '.join(where)} "

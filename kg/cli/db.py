@@ -50,6 +50,43 @@ def downgrade(
     console.print(f"schema at {revision} on {where}")
 
 
+@db_app.command("distribute")
+def distribute_command() -> None:
+    """Shard the database on a Citus coordinator (KG_DATABASE_URL), after `kg db upgrade`.
+
+    Tenant tables become distributed by tenant_id, co-located with the log; shared catalogues
+    become reference tables; the append, Merkle and erasure functions run on the tenant's
+    worker. Idempotent: a second run changes nothing and says so.
+    """
+    settings = Settings.from_env()
+    if not settings.database_url:
+        err_console.print(
+            "[bold red]error:[/] kg db distribute needs a Citus coordinator: set "
+            "KG_DATABASE_URL to its URL (the embedded database is a single node)"
+        )
+        raise typer.Exit(2)
+    url = settings.database_url
+
+    async def go() -> DistributeReport:
+        from kg.db.distribute import distribute
+
+        return distribute(url)
+
+    from kg.db.distribute import DistributeReport
+
+    report = run(go)
+    for name in report.distributed:
+        console.print(f"distributed {name} by tenant_id (co-located with kg_events)")
+    for name in report.referenced:
+        console.print(f"reference table {name} (a copy on every node)")
+    for name in dict.fromkeys(report.delegated):
+        console.print(f"function {name} runs on the tenant's worker")
+    for setting in report.settings:
+        console.print(f"database setting {setting}")
+    verb = "distributed" if report.changed else "already distributed, nothing to do"
+    console.print(f"{verb}: {report.workers} worker(s), {report.already} step(s) done before")
+
+
 def init() -> None:
     """Create the project's database (embedded unless KG_DATABASE_URL is set) and migrate it."""
     from kg.config import ensure_state_dir

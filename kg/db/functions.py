@@ -1,21 +1,22 @@
 """SQL functions the application calls, for schemas created at run time (audit replays).
 
-``kg_fulltext_bm25`` is created in ``public`` by migration 0015 (which keeps its own copy of
-this text, as migrations do); a replay schema needs its own, bound to its own tables.
+``kg_fulltext_bm25`` is created in ``public`` by migrations 0015 and 0018 (which keep their own
+copy of this text, as migrations do); a replay schema needs its own, bound to its own tables.
 """
 
 from __future__ import annotations
 
-SIGNATURE = "text, tsquery, text[], text[], integer, float8"
+SIGNATURE = "text, text, tsquery, text[], text[], integer, float8"
 
 
 def fulltext_bm25_sql(schema: str) -> str:
     """DDL of ``kg_fulltext_bm25`` reading ``{schema}.kg_nodes``; see migrations 0006 (why a
-    function: the GIN index under row-level security) and 0015 (the ranking)."""
+    function: the GIN index under row-level security), 0015 (the ranking) and 0018 (the
+    tenant an argument: a Citus cluster prunes the function's read to the tenant's shard)."""
     return f"""
         CREATE FUNCTION "{schema}".kg_fulltext_bm25(
-            p_project text, p_query tsquery, p_terms text[], p_types text[], p_cap integer,
-            p_size float8
+            p_tenant text, p_project text, p_query tsquery, p_terms text[], p_types text[],
+            p_cap integer, p_size float8
         ) RETURNS TABLE (node_id text, rank real)
         LANGUAGE sql STABLE SECURITY DEFINER
         SET search_path = pg_catalog, "{schema}"
@@ -23,7 +24,8 @@ def fulltext_bm25_sql(schema: str) -> str:
             WITH matches AS (
                 SELECT n.node_id, ts_filter(setweight(n.tsv, 'A', p_terms), '{{a}}') AS hit
                   FROM kg_nodes n
-                 WHERE n.tenant_id = current_setting('kg.tenant_id', true)
+                 WHERE n.tenant_id = p_tenant
+                   AND p_tenant = current_setting('kg.tenant_id', true)
                    AND n.project_id = p_project
                    AND (p_types IS NULL OR n.node_type = ANY (p_types))
                    AND n.tsv @@ p_query

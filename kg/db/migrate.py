@@ -37,12 +37,34 @@ def _reachable(url: str) -> Iterator[None]:
 
 
 def upgrade(url: str, revision: str = "head") -> None:
+    from kg.db.distribute import refuse_migration_if_distributed
+
     with _reachable(url):
+        refuse_migration_if_distributed(url, pending_revisions(url, revision))
         command.upgrade(alembic_config(url), revision)
 
 
+def pending_revisions(url: str, revision: str = "head") -> list[str]:
+    """The revisions an upgrade of ``url`` to ``revision`` would run, oldest first."""
+    script = ScriptDirectory.from_config(alembic_config(url))
+    current = current_revision(url)
+    target = script.get_revision(revision)
+    if target is None:
+        return []
+    return [
+        r.revision
+        for r in reversed(list(script.iterate_revisions(target.revision, current)))
+        if r.revision != current
+    ]
+
+
 def downgrade(url: str, revision: str = "base") -> None:
+    from kg.db.distribute import refuse_migration_if_distributed
+
     with _reachable(url):
+        current = current_revision(url)
+        if current is not None and current != revision:
+            refuse_migration_if_distributed(url, [f"downgrade {current} -> {revision}"])
         command.downgrade(alembic_config(url), revision)
 
 

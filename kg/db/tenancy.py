@@ -12,12 +12,28 @@ from typing import Literal
 
 import asyncpg
 
+from kg.errors import ValidationError
+
 Isolation = Literal["read_committed", "repeatable_read", "serializable"]
+
+
+def set_tenant_sql(tenant_id: str) -> str:
+    """``SET LOCAL kg.tenant_id = '...'``: the statement form, not ``set_config(..., true)``.
+
+    The two are the same on one node. On a Citus coordinator only the statement is forwarded
+    to the workers (``citus.propagate_set_commands = 'local'``, which ``kg db distribute``
+    sets), and row-level security is evaluated there, on the shards: with ``set_config`` the
+    workers would see no tenant and return nothing. ``SET`` takes no parameter, so the value
+    is quoted here (a standard-conforming literal; valid ids hold neither quote nor backslash).
+    """
+    if "\x00" in tenant_id or "\\" in tenant_id:  # never in a valid id (kg.config)
+        raise ValidationError(f"tenant id {tenant_id[:80]!r} holds a NUL or a backslash")
+    return "SET LOCAL kg.tenant_id = '" + tenant_id.replace("'", "''") + "'"
 
 
 async def set_tenant(conn: asyncpg.Connection, tenant_id: str) -> None:
     """Scope row-level security to ``tenant_id`` for the rest of the current transaction."""
-    await conn.execute("SELECT set_config('kg.tenant_id', $1, true)", tenant_id)
+    await conn.execute(set_tenant_sql(tenant_id))
 
 
 @asynccontextmanager

@@ -190,12 +190,23 @@ async def _drop_cache(pool: asyncpg.Pool, hashes: list[str]) -> int:
     live row still uses the same text."""
     if not hashes:
         return 0
-    status = await pool.execute(
-        "DELETE FROM embedding_cache ec WHERE ec.content_hash = ANY($1) "
-        "AND NOT EXISTS (SELECT 1 FROM kg_nodes n WHERE n.content_hash = ec.content_hash) "
-        "AND NOT EXISTS (SELECT 1 FROM kg_passages p WHERE p.content_hash = ec.content_hash)",
-        hashes,
-    )
+    # Two statements: on a Citus cluster the cache is a reference table, whose DELETE cannot
+    # read the (distributed) node tables. A row that starts using one of these texts between
+    # the two finds its vector gone and computes it again: the cache is derived.
+    async with pool.acquire() as conn, conn.transaction():
+        live = await conn.fetchval(
+            "SELECT array_agg(DISTINCT h) FROM ("
+            "SELECT n.content_hash AS h FROM kg_nodes n WHERE n.content_hash = ANY($1) "
+            "UNION ALL SELECT p.content_hash FROM kg_passages p WHERE p.content_hash = ANY($1)"
+            ") used",
+            hashes,
+        )
+        status = await conn.execute(
+            "DELETE FROM embedding_cache WHERE content_hash = ANY($1) "
+            "AND NOT content_hash = ANY($2)",
+            hashes,
+            list(live or []),
+        )
     return int(status.split()[-1])
 
 

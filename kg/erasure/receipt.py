@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from kg.audit.checkpoint import SignerKey, parse_verifier
 from kg.audit.verify import recompute_hash
+from kg.db.tenancy import set_tenant
 from kg.erasure.execute import ErasureResult
 from kg.errors import ErasureError
 from kg.events.erasure import ContentErased
@@ -108,7 +109,7 @@ async def check_receipt(
     listed = {int(e["position"]): e for e in receipt["erased"]}
     positions = [int(receipt["position"]), *listed]
     async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read"):
-        await conn.execute("SELECT set_config('kg.tenant_id', $1, true)", tenant)
+        await set_tenant(conn, tenant)
         rows = await conn.fetch(
             f"SELECT {SELECT_EVENT} FROM kg_events WHERE tenant_id = $1 AND position = ANY($2)",
             tenant,

@@ -102,6 +102,38 @@ SELECT l.head, l.chain_hash
   FROM (SELECT set_config('kg.tenant_id', $1, true) AS tenant) t, LATERAL kg_append_lock(t.tenant) l
 """
 
+# The same on a Citus cluster (``kg db distribute``): the tenant set by a statement Citus forwards
+# to the workers (:func:`kg.db.tenancy.set_tenant_sql`), then the lock as a bare call of the
+# distributed function, which the coordinator delegates to the tenant's worker (a call inside a
+# larger query would run on the coordinator as the owner, on a second connection to the shards).
+_LOCK_HEAD_DELEGATED = "SELECT kg_append_lock($1)"
+
+# On a Citus cluster, an append delegated to the worker that held the tenant's shards just before
+# the rebalancer moved them (its last step, under a brief lock) finds them remote and fails with
+# this; nothing was written, and the same append sent again reaches the new worker.
+_SHARD_MOVED = "cannot execute a distributed query from a query on a shard"
+_MOVE_RETRIES = 5
+
+_CITUS = "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"
+
+# Per open pool (a store is made per use, a pool lives long): whether its database has Citus.
+# Keyed by id and holding the pool itself, so a later pool reusing a closed one's id is never
+# taken for it; closed pools are dropped whenever a new one is asked about.
+_CITUS_BY_POOL: dict[int, tuple[asyncpg.Pool, bool]] = {}
+
+
+async def _has_citus(pool: asyncpg.Pool, conn: asyncpg.Connection) -> bool:
+    known = _CITUS_BY_POOL.get(id(pool))
+    if known is not None and known[0] is pool:
+        return known[1]
+    found = bool(await conn.fetchval(_CITUS))
+    for key, (other, _) in list(_CITUS_BY_POOL.items()):
+        if other.is_closing():
+            del _CITUS_BY_POOL[key]
+    _CITUS_BY_POOL[id(pool)] = (pool, found)
+    return found
+
+
 _VERSIONS = """
 SELECT stream_id, max(stream_version) AS version FROM kg_events
  WHERE tenant_id = $1 AND project_id = $2 AND stream_id = ANY($3::text[])
@@ -336,13 +368,24 @@ class EventStore:
         kept: list[RecordedEvent] | None = [] if recent is not None and then is None else None
         sizes = [len(p[2]) + len(c or "") for p, c in zip(prepared, contents, strict=True)]
         try:
-            async with self._pool.acquire() as conn, conn.transaction():
-                results = await _append_locked(
-                    conn, scope, list(counts), expected, prepared, idempotency_key, contents,
-                    kept, stored,
-                )  # fmt: skip
-                if then is not None and not any(r.duplicate for r in results):
-                    await then(conn, results)
+            for attempt in range(_MOVE_RETRIES + 1):
+                try:
+                    async with self._pool.acquire() as conn, conn.transaction():
+                        results = await _append_locked(
+                            conn, scope, list(counts), expected, prepared, idempotency_key,
+                            contents, kept, stored,
+                            delegated=await _has_citus(self._pool, conn),
+                        )  # fmt: skip
+                        if then is not None and not any(r.duplicate for r in results):
+                            await then(conn, results)
+                    break
+                except asyncpg.InternalServerError as exc:
+                    if _SHARD_MOVED not in str(exc) or attempt == _MOVE_RETRIES:
+                        raise
+                    # Rolled back whole: nothing of it was written, so it runs again as new.
+                    if kept is not None:
+                        kept.clear()
+                    await asyncio.sleep(0.05 * 2**attempt)
             if recent is not None:  # committed: the runner may take these instead of reading
                 if kept:
                     recent.add(scope.tenant_id, kept, sizes)
@@ -584,10 +627,17 @@ async def _append_locked(
     contents: Sequence[str | None] = (),
     kept: list[RecordedEvent] | None = None,
     stored: Sequence[dict[str, Any] | None] = (),
+    *,
+    delegated: bool = False,
 ) -> list[AppendResult]:
     """The append itself, under the lock of the tenant's head: checks, hash chain, one insert.
-    With ``kept``, the appended events are added to it as a read of the log returns them."""
-    head, prev_hash = await conn.fetchrow(_SET_TENANT_AND_LOCK_HEAD, scope.tenant_id)
+    With ``kept``, the appended events are added to it as a read of the log returns them.
+    ``delegated``: the database has Citus (two statements to lock, see _LOCK_HEAD_DELEGATED)."""
+    if delegated:
+        await set_tenant(conn, scope.tenant_id)
+        head, prev_hash = await conn.fetchval(_LOCK_HEAD_DELEGATED, scope.tenant_id)
+    else:
+        head, prev_hash = await conn.fetchrow(_SET_TENANT_AND_LOCK_HEAD, scope.tenant_id)
     if idempotency_key is not None:
         earlier = await conn.fetch(
             _FIND_IDEMPOTENT, scope.tenant_id, scope.project_id, idempotency_key

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
@@ -97,3 +97,11 @@ def runs(items: Sequence[T], kind: Callable[[T], str]) -> Iterator[tuple[str, li
         current.append(item)
     if current:
         yield current_kind, current
+
+
+async def drop_indexes(conn: asyncpg.Connection, names: Iterable[str]) -> None:
+    """``DROP INDEX IF EXISTS`` of each of ``names``, one statement each: Citus drops an index
+    of a distributed table on every shard and refuses several distributed objects in one
+    command."""
+    for name in names:
+        await conn.execute(f"DROP INDEX IF EXISTS {name}")

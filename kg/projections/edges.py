@@ -9,7 +9,7 @@ import asyncpg
 
 from kg.events.envelope import RecordedEvent
 from kg.events.knowledge import EdgeAsserted, EdgeRetracted, NodeRetired
-from kg.projections.base import ProjectionContext, json_rows, runs
+from kg.projections.base import ProjectionContext, drop_indexes, json_rows, runs
 from kg.projections.normalise import MAPPED, GraphChange, graph_changes
 
 HANDLES = frozenset({"EdgeAsserted", "EdgeRetracted", "NodeRetired"})
@@ -143,8 +143,8 @@ class EdgesProjection:
         """Drop the secondary indexes, but only while the table is empty (a rebuild, a first
         import): building them again over a populated table would cost more than what a
         catch-up of part of it saves."""
-        if await conn.fetchval("SELECT NOT EXISTS (SELECT FROM kg_edges)"):
-            await conn.execute(f"DROP INDEX IF EXISTS {', '.join(BULK_INDEXES)}")
+        if await conn.fetchval("SELECT NOT EXISTS (SELECT 1 FROM kg_edges)"):
+            await drop_indexes(conn, BULK_INDEXES)
             self._indexes_dropped = True
 
     async def finish_rebuild(self, conn: asyncpg.Connection) -> None:

@@ -12,7 +12,7 @@ from kg.embeddings.base import content_hash
 from kg.embeddings.cache import check_index_model, embedding_text, ensure_cached, passage_texts
 from kg.events.envelope import RecordedEvent
 from kg.events.knowledge import NodeAsserted, NodeRetired
-from kg.projections.base import ProjectionContext, json_rows, runs
+from kg.projections.base import ProjectionContext, drop_indexes, json_rows, runs
 from kg.projections.normalise import MAPPED, GraphChange, graph_changes
 
 HANDLES = frozenset({"NodeAsserted", "NodeRetired"})
@@ -202,9 +202,9 @@ class NodesProjection:
         await self.prepare_bulk(conn)
 
     async def prepare_bulk(self, conn: asyncpg.Connection) -> None:
-        await conn.execute("DROP INDEX IF EXISTS kg_nodes_embedding, kg_nodes_tsv")
-        if await conn.fetchval("SELECT NOT EXISTS (SELECT FROM kg_nodes)"):
-            await conn.execute(f"DROP INDEX IF EXISTS {', '.join(_WHEN_EMPTY)}")
+        await drop_indexes(conn, _BULK_INDEXES)
+        if await conn.fetchval("SELECT NOT EXISTS (SELECT 1 FROM kg_nodes)"):
+            await drop_indexes(conn, _WHEN_EMPTY)
 
     async def finish_rebuild(self, conn: asyncpg.Connection) -> None:
         # Checked first: CREATE INDEX IF NOT EXISTS would lock out writers even when the index

@@ -180,7 +180,8 @@ async def load_as_of(pool: asyncpg.Pool, schema: str, *, to_read: bool = True) -
             "shows the kept ones"
         )
     # A replay kept from before migration 0015 has no full-text function of its own (BM25), and
-    # unqualified calls would reach public's, i.e. today's graph instead of the replay's.
+    # unqualified calls would reach public's, i.e. today's graph instead of the replay's; one
+    # kept before 0018 has it without the tenant argument today's search passes.
     # A replay kept before positions were per tenant (migration 0013) covers every tenant at a
     # global position: today's tables and tools cannot read it.
     per_tenant = "tenant_id" in dict(row.items())
@@ -188,7 +189,7 @@ async def load_as_of(pool: asyncpg.Pool, schema: str, *, to_read: bool = True) -
         per_tenant
         and await pool.fetchval(
             "SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
-            "WHERE n.nspname = $1 AND p.proname = 'kg_fulltext_bm25'",
+            "WHERE n.nspname = $1 AND p.proname = 'kg_fulltext_bm25' AND p.pronargs = 7",
             schema,
         )
     )

@@ -37,7 +37,8 @@ SELECT n.node_id, n.content, n.properties, n.labels, n.embedding::text AS embedd
 """
 _MARKER = """
 SELECT count(*) AS n, coalesce(max(last_position), 0) AS newest,
-       (SELECT position FROM projection_checkpoints WHERE name = 'kg_nodes') AS position
+       (SELECT position FROM projection_checkpoints WHERE tenant_id = $1 AND name = 'kg_nodes')
+         AS position
   FROM kg_nodes WHERE tenant_id = $1 AND project_id = $2 AND node_type = $3
 """
 # Whether the node projection has taken any event that can change a node in (after, its
