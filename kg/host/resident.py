@@ -22,6 +22,7 @@ import json
 import os
 import signal
 import socket
+import stat
 import struct
 import sys
 from pathlib import Path
@@ -39,6 +40,7 @@ _PACKAGES = ("kg", "mcp_server", "migrations", "backfill")
 STARTED, EXITED, STALE = b"P", b"X", b"S"
 _HEADER = struct.Struct("!I")
 _STATUS = struct.Struct("!ci")
+_PEERCRED = struct.Struct("3i")
 
 
 def socket_path(state_dir: Path) -> Path:
@@ -52,6 +54,63 @@ def socket_path(state_dir: Path) -> Path:
 
     digest = hashlib.sha256(os.fsencode(state_dir.resolve())).hexdigest()[:24]
     return Path(tempfile.gettempdir()) / f"kg-{os.getuid()}" / f"{digest}.sock"
+
+
+def folder_problem(folder: Path, *, private: bool) -> str | None:
+    """Why ``folder`` cannot hold this user's command socket, or None. It must be a real
+    folder (not a symlink) owned by this user; a ``private`` one (the shared temporary
+    directory's ``kg-<uid>``, which anyone could have created first) must be mode 0700, and
+    the project's ``.kg`` must at least not be writable by everyone."""
+    try:
+        info = os.lstat(folder)
+    except OSError as error:
+        return f"{folder} cannot be checked ({error.strerror})"
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        return f"{folder} is not a folder (a symlink or another kind of file)"
+    if info.st_uid != os.getuid():
+        return f"{folder} is owned by uid {info.st_uid}, not by you (uid {os.getuid()})"
+    loose = info.st_mode & (0o077 if private else 0o002)
+    if loose:
+        return f"{folder} is mode {stat.S_IMODE(info.st_mode):04o}; it must be owner-only (0700)"
+    return None
+
+
+def listener_problem(path: Path, state_dir: Path) -> str | None:
+    """Why the socket at ``path`` may belong to someone else, or None: its folder fails
+    :func:`folder_problem`, or the socket is not a socket this user owns."""
+    problem = folder_problem(path.parent, private=path.parent != state_dir)
+    if problem is not None:
+        return problem
+    try:
+        info = os.lstat(path)
+    except OSError as error:
+        return f"{path} cannot be checked ({error.strerror})"
+    if not stat.S_ISSOCK(info.st_mode):
+        return f"{path} is not a socket"
+    if info.st_uid != os.getuid():
+        return f"{path} is owned by uid {info.st_uid}, not by you (uid {os.getuid()})"
+    return None
+
+
+def peer_problem(conn: socket.socket) -> str | None:
+    """Why the process listening on ``conn`` is not this user's, or None. Linux reports the
+    listener's credentials (SO_PEERCRED); elsewhere the socket's owner and folder, checked by
+    :func:`listener_problem`, are what we have."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return None
+    pid, uid, _gid = _PEERCRED.unpack(conn.getsockopt(socket.SOL_SOCKET, option, _PEERCRED.size))
+    if uid != os.getuid():
+        return f"its listener (pid {pid}) runs as uid {uid}, not as you (uid {os.getuid()})"
+    return None
+
+
+def _distrust(path: Path, problem: str) -> None:
+    print(
+        f"kg: warning: not using the resident command host at {path}: {problem}; "
+        "running the command in this process",
+        file=sys.stderr,
+    )
 
 
 def code_fingerprint() -> str:
@@ -87,6 +146,10 @@ def run_in_host(argv: list[str], entry: str = "kg") -> int | None:
     path = socket_path(state_dir)
     if not path.exists():
         return None
+    problem = listener_problem(path, state_dir)
+    if problem is not None:
+        _distrust(path, problem)
+        return None
     request = json.dumps(
         {
             "fingerprint": code_fingerprint(),
@@ -100,6 +163,11 @@ def run_in_host(argv: list[str], entry: str = "kg") -> int | None:
     try:
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         conn.connect(os.fspath(path))
+        problem = peer_problem(conn)
+        if problem is not None:
+            conn.close()
+            _distrust(path, problem)
+            return None  # nothing of this command (argv, environment, descriptors) was sent
         socket.send_fds(conn, [_HEADER.pack(len(request)) + request], [0, 1, 2])
         kind, pid = _read_status(conn)
     except OSError:

@@ -38,6 +38,7 @@ from kg.host.resident import (
     STALE,
     STARTED,
     code_fingerprint,
+    folder_problem,
     send_status,
     socket_path,
 )
@@ -58,6 +59,7 @@ class CommandHost:
     of sleeping."""
 
     def __init__(self, state_dir: Path, entries: Entries, preload: Sequence[str] = ()) -> None:
+        self.state_dir = state_dir
         self.path = socket_path(state_dir)
         self.entries = entries
         self.preload = tuple(preload)
@@ -78,7 +80,8 @@ class CommandHost:
         gc.collect()
         gc.freeze()  # the imported modules' objects stay shared with the children's pages
         try:
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if not self._own_folder():
+                return False
             with contextlib.suppress(FileNotFoundError):
                 self.path.unlink()  # left by a host that was killed
             listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -97,6 +100,16 @@ class CommandHost:
         signal.signal(signal.SIGCHLD, lambda _signum, _frame: None)
         self._wake = (read, write)
         return True
+
+    def _own_folder(self) -> bool:
+        """Create the socket's folder owner-only, or find it so; a folder someone else made
+        first (in the shared temporary directory) or left open means no host."""
+        folder = self.path.parent
+        private = folder != self.state_dir
+        if private:
+            with contextlib.suppress(FileExistsError):
+                folder.mkdir(mode=0o700, parents=True)
+        return folder_problem(folder, private=private) is None
 
     def serve(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds, taking command lines and reporting children that
