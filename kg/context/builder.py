@@ -135,6 +135,9 @@ class ContextBuilder:
                 warnings.append(FALLBACK_WARNING)
 
         reached, denied = await self._anchors(req, semantic, governance)
+        # A denied match is counted (governance), never named: not even in the match list
+        # the result and the ContextGraphBuilt event carry.
+        matches = [(n, sim) for n, sim, _ in semantic if n not in denied]
         allowed_filter: set[str] = set()
         if req.mode == "policy_first":
             allowed_filter = await self._add_governing_policies(reached, denied, governance)
@@ -146,7 +149,10 @@ class ContextBuilder:
             warnings.append(
                 f"{left_out} superseded or deprecated node(s) left out (include_superseded=false)"
             )
-        return await self._assemble(req, reached, governance, as_of, depth, semantic, warnings)
+        embedder = self.embedder.model_id if semantic and self.embedder else None
+        return await self._assemble(
+            req, reached, governance, as_of, depth, (matches, embedder), warnings
+        )
 
     async def _governance(self, req: ContextRequest) -> Governance:
         policies = {p.policy_id: p for p in await self.source.policies()}
@@ -464,7 +470,7 @@ class ContextBuilder:
         gov: Governance,
         as_of: int,
         depth: int,
-        semantic: list[tuple[str, float, float]],
+        semantic: tuple[list[tuple[str, float]], str | None],
         warnings: list[str],
     ) -> ContextGraph:
         ranked = sorted(reached.values(), key=lambda r: (-round(r.score, 9), r.row.node_id))
@@ -561,8 +567,8 @@ class ContextBuilder:
             rendering=rendering,
             token_estimate=token_estimate,
             content_hash=content_hash,
-            semantic_anchors=tuple((n, round(s, 6)) for n, s, _ in semantic),
-            embedder=self.embedder.model_id if semantic and self.embedder else None,
+            semantic_anchors=tuple((n, round(s, 6)) for n, s in semantic[0]),
+            embedder=semantic[1],
             warnings=tuple(warnings),
         )
 

@@ -45,6 +45,7 @@ from kg.errors import ValidationError
 from kg.globs import glob_to_regex as shared_glob
 from kg.ingest.entities.config import NO_ENTITIES, EntityConfig, parse_entities
 from kg.ingest.requirements import DEFAULT_PREFIXES, RequirementMatcher
+from kg.project_files import Refused, read_project_bytes
 
 SCHEMA_FILES = (".kg/schema.yaml", "kg-schema.yaml")
 # The event layer's node type pattern (kg.events.knowledge): CamelCase letters and digits.
@@ -177,10 +178,13 @@ def load_schema_map(root: Path) -> SchemaMap:
     """
     for name in SCHEMA_FILES:
         path = root / name
-        if path.is_file():
+        if path.is_file() or path.is_symlink():
+            data = read_project_bytes(root, Path(name))
             try:
-                text = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as error:
+                if isinstance(data, Refused):
+                    raise ValueError(data.message)
+                text = data.decode("utf-8")
+            except (ValueError, UnicodeDecodeError) as error:
                 raise ValidationError(f"{path}: cannot read schema map: {error}") from None
             return parse_schema_map(text, str(path))
     return DEFAULT_SCHEMA

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kg.parsed.model import ParseProblem
+from kg.project_files import read_project_text
 
 ALLOW_FILE = ".kg-secrets-allow"
 ALLOW_MARK = "kg:allow-secret"
@@ -123,11 +124,11 @@ class Allowlist:
 
     @classmethod
     def load(cls, root: Path) -> Allowlist:
-        path = root / ALLOW_FILE
-        if not path.is_file():
+        text = read_project_text(root, Path(ALLOW_FILE), errors="replace")
+        if text is None:
             return cls()
         entries: list[tuple[str, str | None]] = []
-        for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        for raw in text.splitlines():
             parts = raw.split("#", 1)[0].split()
             if parts:
                 entries.append((parts[0], parts[1] if len(parts) > 1 else None))
@@ -214,9 +215,7 @@ def scan_files(root: Path, relpaths: Iterable[str]) -> list[SecretFinding]:
     allow = Allowlist.load(root)
     found: list[SecretFinding] = []
     for rel in relpaths:
-        try:
-            text = (root / rel).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        found += scan_text(rel, text, allow)
+        text = read_project_text(root, Path(rel))  # never a FIFO, a device or outside root
+        if text is not None:
+            found += scan_text(rel, text, allow)
     return found
