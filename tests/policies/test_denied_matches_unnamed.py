@@ -68,4 +68,5 @@ async def test_the_mcp_tool_names_no_denied_match(
     assert structured["semantic_anchors"], "the allowed matches are still listed"
     assert structured["governance"]["excluded_count"] >= 1
     assert_unnamed("build_context_graph's structured content", json.dumps(structured))
-    assert_unnamed("build_context_graph's text", json.dumps([c.model_dump() for c in result.content]))
+    text = json.dumps([c.model_dump() for c in result.content])
+    assert_unnamed("build_context_graph's text", text)
