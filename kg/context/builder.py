@@ -36,7 +36,7 @@ from kg.embeddings.cache import query_vector
 from kg.errors import NotFoundError, ValidationError
 from kg.parsed.model import PARENT_OF
 from kg.passages import terms
-from kg.policies.evaluate import Governance
+from kg.policies.evaluate import Governance, selected_types
 from kg.policies.model import NodeVerdict, Policy
 from kg.projections.graph_reader import EdgeRow, NodeRow
 from kg.ranking import content_factor, copy_of, merge_parts, prior, question_parts
@@ -88,6 +88,7 @@ FAMILY_FACTOR = 0.8
 class GraphSource(Protocol):
     async def as_of(self) -> tuple[int, datetime | None]: ...
     async def policies(self) -> list[Policy]: ...
+    async def document_types(self, types: Sequence[str]) -> dict[str, str]: ...
     async def nodes(self, node_ids: Sequence[str]) -> list[NodeRow]: ...
     async def neighbours(
         self,
@@ -165,7 +166,8 @@ class ContextBuilder:
         for policy_id in req.policies:  # requested policies apply to every node of this build
             p = policies[policy_id]
             policies[policy_id] = replace(p, rule=p.rule.model_copy(update={"scope": "project"}))
-        return Governance(policies)
+        types = selected_types(policies.values())
+        return Governance(policies, file_types=await self.source.document_types(types))
 
     async def _semantic_anchors(self, req: ContextRequest) -> list[tuple[str, float, float]]:
         if self.embedder is None:
