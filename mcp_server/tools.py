@@ -366,8 +366,10 @@ async def ingest_markdown(
     Policies decide whether this client may ingest the files (the call is refused, and the
     refusal logged, otherwise)."""
     from kg.ingest.service import ingest_paths
+    from kg.policies.sync import checked_policy_files
 
     rt = runtime_of(ctx)
+    await checked_policy_files(rt.settings.project_root)  # a broken policy file: ingest nothing
     await log(ctx, "info", f"ingesting {', '.join(paths) or 'the whole project'}")
 
     async def progress(done: int, total: int) -> None:

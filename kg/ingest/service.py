@@ -140,15 +140,21 @@ async def sync_project(
     mark are recorded in ``.kg/sync-state.json``; syncs of one project run one at a time.
 
     The project's policy files are applied first (:mod:`kg.governance.sync`: only changes are
-    appended). ``acting`` (default: the CLI user, :func:`~kg.governance.enforce.cli_actor`) is
-    who policies must allow to ingest the changed files; a refusal writes nothing and
-    records no sync, so the next sync tries the same commits again. Files git or
+    appended); while one has an error the sync raises :class:`~kg.errors.PolicyFilesError`
+    and ingests nothing (fail closed). ``acting`` (default: the CLI user,
+    :func:`~kg.governance.enforce.cli_actor`) is who policies must allow to ingest the changed
+    files; a refusal writes nothing and records no sync, so the next sync tries the same
+    commits again. Files git or
     ``.kgignore`` ignore are left out, as in :func:`ingest_paths`.
     """
     root = rt.settings.project_root
     state_dir = rt.settings.state_dir
     key = state_key(rt.url, rt.scope)
+    from kg.governance.sync import apply_policy_files, checked_policy_files
+
     async with sync_lock(state_dir):
+        # First, even when up to date: a broken policy file fails the sync (fail closed).
+        policy_files = await checked_policy_files(root)
         head = await asyncio.to_thread(gitio.head_commit, root)
         synced = last_synced(state_dir, key)
         last = None if synced is None else synced.commit
@@ -164,10 +170,9 @@ async def sync_project(
             if any(c.path in SCHEMA_FILES for c in changes):
                 reason = "the schema map changed"
         from kg.governance.enforce import cli_actor
-        from kg.governance.sync import apply_policy_files
 
         meta = EventMetadata(actor=actor)
-        policies = await apply_policy_files(rt, meta)
+        policies = await apply_policy_files(rt, meta, policy_files)
         who = acting or cli_actor()
         if reason is not None:
             targets = await asyncio.to_thread(resolve_targets, root, None)
@@ -186,7 +191,6 @@ async def sync_project(
             report = await _run(rt, targets, options)
             result = SyncReport("incremental", last, head, paths=paths, ingest=report)
         result.policies = policies.summary() if policies.files or policies.events else ""
-        report.problems += policies.problems
         if head is not None:
             async with scoped(rt.app_pool, rt.scope) as conn:
                 mark = await log_mark(conn, rt.scope)
