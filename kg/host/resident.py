@@ -34,10 +34,17 @@ SOCKET_NAME = "kg-commands.sock"
 # Commands that never go through the host: the MCP server is a long-lived process of its own,
 # and `kg server` manages the server (and so the host) itself.
 IN_PROCESS = frozenset({"mcp", "server"})
+TIMEOUT_ENV = "KG_HOST_TIMEOUT"
+_DEFAULT_TIMEOUT = 2.0
+#: the ``ulimit``s a command keeps when the host runs it (see :func:`caller_limits`)
+LIMITS = (
+    "RLIMIT_AS", "RLIMIT_CORE", "RLIMIT_CPU", "RLIMIT_DATA", "RLIMIT_FSIZE", "RLIMIT_NOFILE",
+    "RLIMIT_STACK", "RLIMIT_MEMLOCK", "RLIMIT_NPROC",
+)  # fmt: skip
 _MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
 _PACKAGES = ("kg", "mcp_server", "migrations", "backfill")
 
-STARTED, EXITED, STALE = b"P", b"X", b"S"
+STARTED, EXITED, STALE, READY = b"P", b"X", b"S", b"R"
 _HEADER = struct.Struct("!I")
 _STATUS = struct.Struct("!ci")
 _PEERCRED = struct.Struct("3i")
@@ -158,24 +165,60 @@ def run_in_host(argv: list[str], entry: str = "kg") -> int | None:
             "cwd": os.getcwd(),
             "env": dict(os.environ),
             "umask": _umask(),
+            "rlimits": caller_limits(),
         }
     ).encode()
     try:
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.settimeout(answer_timeout())  # a stopped or stuck host must not hang the command
         conn.connect(os.fspath(path))
         problem = peer_problem(conn)
         if problem is not None:
             conn.close()
             _distrust(path, problem)
             return None  # nothing of this command (argv, environment, descriptors) was sent
+        # Nothing is sent before the host shows it is alive: descriptors sent to a stopped
+        # host would stay in flight, holding this command's output open, until it resumed.
+        kind, _ = _read_status(conn)
+        if kind != READY:
+            conn.close()
+            return None
         socket.send_fds(conn, [_HEADER.pack(len(request)) + request], [0, 1, 2])
         kind, pid = _read_status(conn)
+    except TimeoutError:
+        conn.close()  # the host sees it gone and does not run the command (resident_host)
+        _distrust(path, f"it did not answer within {answer_timeout():g} s ({TIMEOUT_ENV})")
+        return None
     except OSError:
         return None  # no host, or a descriptor that cannot be passed: run it here
     if kind != STARTED:
         conn.close()
         return None  # the host runs other code (kg was upgraded or edited): run it here
+    conn.settimeout(None)  # the command itself takes as long as it takes
     return _wait(conn, pid)
+
+
+def answer_timeout() -> float:
+    """Seconds the host has to take a command (``KG_HOST_TIMEOUT``, default 2)."""
+    try:
+        value = float(os.environ.get(TIMEOUT_ENV, "") or _DEFAULT_TIMEOUT)
+    except ValueError:
+        return _DEFAULT_TIMEOUT
+    return value if value > 0 else _DEFAULT_TIMEOUT
+
+
+def caller_limits() -> dict[str, list[int]]:
+    """This process's resource limits (``ulimit``), which the host's child takes on: the
+    command must run under the caller's limits, as it would in its own process."""
+    import resource
+
+    limits: dict[str, list[int]] = {}
+    for name in LIMITS:
+        number = getattr(resource, name, None)
+        if number is not None:
+            with contextlib.suppress(OSError, ValueError):
+                limits[name] = list(resource.getrlimit(number))
+    return limits
 
 
 def _wait(conn: socket.socket, pid: int) -> int:

@@ -14,6 +14,7 @@ second account) a folder owned by another uid and a listener that runs as anothe
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -45,6 +46,10 @@ SQUATTER = textwrap.dedent(
     print("ready", flush=True)
     while True:
         conn, _ = listener.accept()
+        try:
+            conn.sendall(struct.pack("!ci", b"R", 0))  # "ready", as a host says first
+        except OSError:
+            pass
         data, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
         if data or fds:  # a client that checks hangs up before sending anything
             sys.stdout.write(f"received {len(data)} bytes {len(fds)} fds\\n")
@@ -221,3 +226,23 @@ def test_the_host_does_not_listen_in_a_folder_someone_else_made_first(
     )
     assert done.stdout.strip() == "True", done.stderr
     assert oct(path.parent.stat().st_mode & 0o777) == oct(0o700)
+
+
+def test_a_host_that_does_not_answer_is_bypassed(
+    long_project: tuple[Path, Path, dict[str, str]],
+) -> None:
+    """Issue 30 A5: a stopped (SIGSTOP) host hung every `kg` command and `git commit`. The
+    listener here is ours and stopped: it takes nothing, as a stopped watchdog would."""
+    root, tmp, env = long_project
+    path = socket_in(root, tmp)
+    path.parent.mkdir(mode=0o700)
+    stopped = squat(path)
+    os.kill(stopped.pid, signal.SIGSTOP)
+    try:
+        done = kg("--help", env={**env, "KG_HOST_TIMEOUT": "1"}, cwd=root, timeout=60)
+    finally:
+        os.kill(stopped.pid, signal.SIGCONT)
+        heard(stopped)
+    assert done.returncode == 0, done.stderr
+    assert "Usage: kg" in done.stdout, "the command ran in its own process"
+    assert "did not answer within 1 s (KG_HOST_TIMEOUT)" in done.stderr
