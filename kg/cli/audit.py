@@ -63,6 +63,11 @@ def verify(
             verdict = await audit(rt, held=held, projections=projections)
         for ok, line in verdict.lines():
             (console if ok else err_console).print(line, markup=False)
+        if not trusted_key:
+            from kg.audit.checkpoint import untrusted_note
+
+            for cp in held:
+                err_console.print(untrusted_note(cp), markup=False)
         return verdict.ok
 
     if not run(go):

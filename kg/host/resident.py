@@ -121,9 +121,10 @@ def _distrust(path: Path, problem: str) -> None:
 
 
 def code_fingerprint() -> str:
-    """Which kg code this interpreter runs: its executable, the package folder and the newest
-    source file's modification time. A host started before kg was upgraded or edited has
-    another fingerprint and is not used."""
+    """Which kg code this interpreter runs: its executable, the package folder, the newest
+    source file's modification time and when its dependencies were last installed. A host
+    started before kg or a dependency was upgraded or edited has another fingerprint and is
+    not used."""
     root = Path(__file__).resolve().parents[2]
     newest = 0
     stack = [root / name for name in _PACKAGES]
@@ -137,7 +138,25 @@ def code_fingerprint() -> str:
                 newest = max(newest, entry.stat().st_mtime_ns)
             elif entry.name != "__pycache__" and entry.is_dir():
                 stack.append(Path(entry.path))
-    return f"{sys.executable}|{root}|{newest}"
+    return f"{sys.executable}|{root}|{newest}|{_dependencies_stamp(root)}"
+
+
+def _dependencies_stamp(root: Path) -> str:
+    """When the installed dependencies last changed: the modification times of the folders
+    they are installed in (site-packages, and PYTHONPATH entries other than kg's own). pip
+    adds and removes a ``*.dist-info`` folder there on every install or upgrade, so a warm
+    host started before an upgrade of a dependency is not used after it."""
+    import sysconfig
+
+    folders = {sysconfig.get_paths()[k] for k in ("purelib", "platlib")}
+    folders.update(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)
+    stamps = []
+    for folder in sorted(folders):
+        if os.path.abspath(folder) == os.fspath(root):
+            continue  # kg's own files are covered above
+        with contextlib.suppress(OSError):
+            stamps.append(str(os.stat(folder).st_mtime_ns))
+    return ",".join(stamps)
 
 
 def run_in_host(argv: list[str], entry: str = "kg") -> int | None:

@@ -271,3 +271,28 @@ def test_a_command_runs_under_its_callers_ulimits(project: tuple[Path, dict[str,
         caller.wait(timeout=60)
     assert re.search(r"Max open files\s+201\s", limits), limits
     assert re.search(r"Max cpu time\s+3001\s", limits), limits
+
+
+def test_a_dependency_upgrade_changes_the_code_fingerprint(tmp_path: Path) -> None:
+    """Issue 30 A6: the warm host kept running old dependency code after a dependency was
+    upgraded (its fingerprint covered kg's own files only). pip adds a ``*.dist-info`` folder
+    where it installs; here the dependencies' folder is a PYTHONPATH entry."""
+    deps = tmp_path / "deps"
+    deps.mkdir()
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{deps}"}
+    probe = [
+        sys.executable,
+        "-c",
+        "from kg.cli import resident; print(resident.code_fingerprint())",
+    ]
+
+    def fingerprint() -> str:
+        done = subprocess.run(probe, env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    before = fingerprint()
+    assert fingerprint() == before, "stable while nothing changes"
+    (deps / "somelib-2.0.dist-info").mkdir()  # pip upgraded somelib
+    assert fingerprint() != before
