@@ -85,6 +85,13 @@ FAMILY_SIZE = 5
 FAMILY_FACTOR = 0.8
 
 
+#: what a task-driven build says when the project has no node to match the task against
+EMPTY_WARNING = (
+    "this project's graph is empty, so nothing matched the task: ingest the project first "
+    "(`kg ingest .`, `kg sync`, or the ingest_markdown tool)"
+)
+
+
 class GraphSource(Protocol):
     async def as_of(self) -> tuple[int, datetime | None]: ...
     async def policies(self) -> list[Policy]: ...
@@ -134,6 +141,8 @@ class ContextBuilder:
             semantic = await self._semantic_anchors(req)
             if self.embedder is not None and self.embedder.is_fallback:
                 warnings.append(FALLBACK_WARNING)
+            if as_of_time is None:  # no node at all in this project
+                warnings.append(EMPTY_WARNING)
 
         reached, denied = await self._anchors(req, semantic, governance)
         # A denied match is counted (governance), never named: not even in the match list
