@@ -3,7 +3,7 @@
 A schema map is a YAML file, ``.kg/schema.yaml`` or ``kg-schema.yaml`` in the project root::
 
     version: 1
-    include_defaults: false      # true: the built-in rules are tried after these
+    include_defaults: true       # (default) the built-in rules are tried after these
     requirement_prefixes: [FR, NFR]
     rules:
       - type: PRD
@@ -212,7 +212,9 @@ def parse_schema_map(text: str, source: str) -> SchemaMap:
         raise fail("top level", f"unknown key(s) {unknown}; allowed: {sorted(_TOP_KEYS)}")
     if data.get("version", 1) != 1:
         raise fail("version", f"unsupported version {data['version']!r}; expected 1")
-    include_defaults = data.get("include_defaults", False)
+    # A map adds to the built-in typing; it takes it away only when it says so: adding
+    # `rules:` used to turn every PRD, ADR, Epic, Story and Rule into a plain Document.
+    include_defaults = data.get("include_defaults", True)
     if not isinstance(include_defaults, bool):
         raise fail("include_defaults", "expected true or false")
     prefixes = _strings(
