@@ -139,6 +139,9 @@ def trail(
     actor: str = typer.Option(None, "--actor", help="An actor name (metadata.actor)."),
     since: str = typer.Option(None, "--since", help="ISO-8601 time (no zone: UTC), inclusive."),
     until: str = typer.Option(None, "--until", help="ISO-8601 time (no zone: UTC), inclusive."),
+    event_types: list[str] = typer.Option(
+        None, "--type", help="Only events of this type (repeatable): DecisionRecorded, ..."
+    ),
     fmt: str = typer.Option("jsonl", "--format", help="jsonl, csv or md."),
     output: Path = typer.Option(None, "--output", "-o", help="Write to FILE, not stdout."),
 ) -> None:
@@ -159,6 +162,7 @@ def trail(
             actor,
             parse_time(since) if since else None,
             parse_time(until) if until else None,
+            tuple(event_types or ()),
         )
         selection.check()
         async with open_runtime() as rt:
@@ -167,7 +171,7 @@ def trail(
                 err_console.print(
                     f"the whole trail of tenant {rt.scope.tenant_id}, project "
                     f"{rt.scope.project_id}; narrow it with --decision, --session, --actor, "
-                    "--since or --until",
+                    "--since, --until or --type",
                     markup=False,
                 )
             entries = select(rt.app_pool, rt.scope, selection)

@@ -60,6 +60,14 @@ def upcaster(event_type: str, from_version: int) -> Callable[[Upcaster], Upcaste
     return register
 
 
+def known_event_types() -> list[str]:
+    """Every event type kg writes (each module that declares events imported first)."""
+    import kg.events
+    import kg.events.memory  # noqa: F401  (not re-exported by kg.events)
+
+    return sorted(_REGISTRY)
+
+
 def event_class(event_type: str) -> type[DomainEvent]:
     try:
         return _REGISTRY[event_type]
