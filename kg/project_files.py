@@ -72,7 +72,7 @@ def read_project_bytes(
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            return Refused("refused: not a regular file (a device, FIFO, socket or folder)")
+            return Refused("refused: not a regular file")  # a device, FIFO, socket, folder
         if info.st_size > max_bytes:
             return Refused(
                 f"refused: file is {info.st_size} bytes, the limit is {max_bytes}", too_large=True
