@@ -150,11 +150,7 @@ async def sync_project(
     root = rt.settings.project_root
     state_dir = rt.settings.state_dir
     key = state_key(rt.url, rt.scope)
-    from kg.governance.sync import apply_policy_files, checked_policy_files
-
     async with sync_lock(state_dir):
-        # First, even when up to date: a broken policy file fails the sync (fail closed).
-        policy_files = await checked_policy_files(root)
         head = await asyncio.to_thread(gitio.head_commit, root)
         synced = last_synced(state_dir, key)
         last = None if synced is None else synced.commit
@@ -170,9 +166,12 @@ async def sync_project(
             if any(c.path in SCHEMA_FILES for c in changes):
                 reason = "the schema map changed"
         from kg.governance.enforce import cli_actor
+        from kg.governance.sync import apply_policy_files
 
         meta = EventMetadata(actor=actor)
-        policies = await apply_policy_files(rt, meta, policy_files)
+        # Before anything is ingested: a broken policy file fails the sync (fail closed). An
+        # up-to-date sync ingests nothing and keeps its fast path (no YAML to import).
+        policies = await apply_policy_files(rt, meta)
         who = acting or cli_actor()
         if reason is not None:
             targets = await asyncio.to_thread(resolve_targets, root, None)
