@@ -156,7 +156,7 @@ def test_the_background_sync_runs_at_low_cpu_priority(tmp_path: Path, db_url: st
         stat = Path(f"/proc/{found.group(1)}/stat").read_text()
         nice = int(stat.rsplit(")", 1)[1].split()[16])
         fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
-    assert nice == os.nice(0) + BACKGROUND_NICE
+    assert nice == min(os.nice(0) + BACKGROUND_NICE, 19)  # 19: the lowest priority there is
 
 
 def test_install_keeps_foreign_hooks_unless_forced(tmp_path: Path, db_url: str) -> None:
