@@ -67,9 +67,10 @@ class TrailFilter:
     def check(self) -> None:
         if self.since and self.until and self.since > self.until:
             raise ValidationError("--since is after --until: nothing can match")
-        from kg.events.base import known_event_types
+        import kg.events.memory  # noqa: F401  (declares events kg.events does not re-export)
+        from kg.events.base import registered_event_types
 
-        known = known_event_types()
+        known = registered_event_types()
         unknown = sorted(set(self.event_types) - set(known))
         if unknown:
             raise ValidationError(

@@ -60,11 +60,8 @@ def upcaster(event_type: str, from_version: int) -> Callable[[Upcaster], Upcaste
     return register
 
 
-def known_event_types() -> list[str]:
-    """Every event type kg writes (each module that declares events imported first)."""
-    import kg.events
-    import kg.events.memory  # noqa: F401  (not re-exported by kg.events)
-
+def registered_event_types() -> list[str]:
+    """Every event type declared by the event modules imported so far."""
     return sorted(_REGISTRY)
 
 

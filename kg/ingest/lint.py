@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kg.directives.model import SHARED
-from kg.read.entity_names import ENTITY
 from kg.parsed.model import (
     DEFINES,
     REFERENCES,
@@ -13,6 +12,7 @@ from kg.parsed.model import (
     ParsedDocument,
     ParseProblem,
 )
+from kg.read.entity_names import ENTITY
 
 _CHECKED_PREFIXES = ("document:", "section:")
 

@@ -284,7 +284,7 @@ def test_a_dependency_upgrade_changes_the_code_fingerprint(tmp_path: Path) -> No
     probe = [
         sys.executable,
         "-c",
-        "from kg.cli import resident; print(resident.code_fingerprint())",
+        "from kg.host import resident; print(resident.code_fingerprint())",
     ]
 
     def fingerprint() -> str:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from kg.cli import resident
+from kg.host import resident
 from tests.support import kg
 
 NOBODY = 65534
@@ -202,8 +202,8 @@ def test_the_host_does_not_listen_in_a_folder_someone_else_made_first(
     path = socket_in(root, tmp)
     open_folder(path.parent)
     probe = (
-        "import sys; from pathlib import Path; from kg.cli.resident_host import CommandHost;"
-        "host = CommandHost(Path(sys.argv[1])); print(host.open()); host.close()"
+        "import sys; from pathlib import Path; from kg.host.resident_host import CommandHost;"
+        "host = CommandHost(Path(sys.argv[1]), {}); print(host.open()); host.close()"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe, str(root / ".kg")],
