@@ -56,10 +56,9 @@ async def test_the_tree_shows_downstream_steps(shop: Runtime) -> None:
 async def test_the_tree_shows_the_directives_a_decision_followed(runtime: Runtime) -> None:
     """Issue 30 item 9: a decision recorded with a served directive listed it in informed_by
     and in the JSON, but no edge led to it, so the tree left it out."""
-    from kg.directives.service import query_directives
-
     from kg.ingest.service import ingest_paths
-    from tests.directives.test_query_directives import copy_examples
+    from kg.rules.service import query_directives
+    from tests.rules.test_query_directives import copy_examples
 
     copy_examples(runtime.settings.project_root)
     await ingest_paths(runtime, None)

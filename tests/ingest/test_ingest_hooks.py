@@ -141,7 +141,7 @@ def test_the_background_sync_runs_at_low_cpu_priority(tmp_path: Path, db_url: st
     import os
     import re
 
-    from kg.ingest.hook_runner import BACKGROUND_NICE
+    from kg.cli.hook_runner import BACKGROUND_NICE
 
     repo = Repo(tmp_path, kg_env(db_url))
     assert install(repo, "--background-above", "0").returncode == 0
