@@ -85,3 +85,9 @@ class EvidenceError(KgError):
 
 class ErasureError(KgError):
     """An erasure cannot be done as asked (nothing selected, a receipt that does not check)."""
+
+
+class PolicyFilesError(KgError):
+    """A policy file has an error, so nothing new is ingested (fail closed): ingesting while
+    the intended policy is not in force would hand agents what it was written to withhold.
+    The message lists every ``file:line`` to fix; the policies already in force stay."""

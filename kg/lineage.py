@@ -147,7 +147,7 @@ class _Tracer:
         for g in graphs:
             self.lineage.link(decision.id, self.add_graph(g), "INFORMED_BY")
         if depth >= 2 and informed_by:
-            await self.nodes_and_sources(graphs, informed_by, with_sources=depth >= 3)
+            await self.nodes_and_sources(decision.id, graphs, informed_by, with_sources=depth >= 3)
         superseded = await self.decisions(decision.details["supersedes"])
         for older in superseded:
             self.lineage.add(older)
@@ -171,7 +171,11 @@ class _Tracer:
                 )
 
     async def nodes_and_sources(
-        self, graphs: Sequence[GraphRecord], informed_by: set[str], with_sources: bool
+        self,
+        decision_id: str,
+        graphs: Sequence[GraphRecord],
+        informed_by: set[str],
+        with_sources: bool,
     ) -> None:
         nodes = {n.node_id: n for n in await self.governed.nodes(sorted(informed_by))}
         positions = await self.records.positions(sorted(nodes))
@@ -207,10 +211,17 @@ class _Tracer:
                 source_id = f"source:{source}"
                 self.lineage.add(LineageStep(source_id, "source", source))
                 self.lineage.link(node_id, source_id, "SOURCED_FROM")
+        contained: set[str] = set()
         for g in graphs:
             for node_id in g.node_ids:
                 if node_id in allowed:
                     self.lineage.link(f"context_graph:{g.context_graph_id}", node_id, "CONTAINED")
+                    contained.add(node_id)
+        # What informed the decision outside any context graph (the directives a
+        # query_directives result served): linked to the decision itself, or no path in the
+        # tree would lead to it.
+        for node_id in sorted(allowed - contained):
+            self.lineage.link(decision_id, node_id, "FOLLOWED")
 
     async def downstream(self, decision: LineageStep, depth: int) -> None:
         if depth <= 0:

@@ -365,9 +365,11 @@ async def ingest_markdown(
     project are refused. Problems (bad UTF-8, broken front matter, ...) are listed per file.
     Policies decide whether this client may ingest the files (the call is refused, and the
     refusal logged, otherwise)."""
+    from kg.governance.sync import checked_policy_files
     from kg.ingest.service import ingest_paths
 
     rt = runtime_of(ctx)
+    await checked_policy_files(rt.settings.project_root)  # a broken policy file: ingest nothing
     await log(ctx, "info", f"ingesting {', '.join(paths) or 'the whole project'}")
 
     async def progress(done: int, total: int) -> None:

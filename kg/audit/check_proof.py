@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kg.audit.checkpoint import Checkpoint, load_checkpoint, split_origin
+from kg.audit.checkpoint import Checkpoint, load_checkpoint, split_origin, untrusted_note
 from kg.audit.merkle import ProofError, leaf_hash, verify_inclusion
 from kg.errors import EvidenceError, KgError
 
@@ -34,6 +34,8 @@ def load_proof(path: Path) -> dict[str, Any]:
         raise EvidenceError(f"proof file {path} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise EvidenceError(f"cannot read proof file {path}: {exc}") from None
+    except RecursionError:
+        raise EvidenceError(f"{path} is nested too deeply to be a kg proof") from None
     except json.JSONDecodeError as exc:
         raise EvidenceError(
             f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}): truncated or not a "
@@ -81,6 +83,8 @@ def _check_entry(entry: dict[str, Any], cp: Checkpoint, where: str) -> str:
         path = [bytes.fromhex(h) for h in entry["path"]]
         event = json.loads(canonical)
         chain = bytes.fromhex(chain_hash)
+    except RecursionError:
+        raise EvidenceError(f"{where}: its event is nested too deeply to be a kg event") from None
     except (KeyError, TypeError, ValueError) as exc:
         raise EvidenceError(f"{where} lacks or garbles {exc}") from None
     if hashlib.sha256(prev_hash.encode() + canonical.encode()).hexdigest() != chain_hash:
@@ -119,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print("\n".join(lines))
     print(f"all {len(lines)} events are in the log signed by {cp.describe()}")
+    if not key:
+        print(untrusted_note(cp), file=sys.stderr)
     return 0
 
 

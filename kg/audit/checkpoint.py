@@ -110,7 +110,7 @@ def load_signer(path: Path) -> SignerKey:
 def parse_verifier(text: str, where: str) -> tuple[str, bytes]:
     parts = text.strip().split("+", 2)
     if len(parts) != 3:
-        raise EvidenceError(f"{where}: {text[:80]!r} is not a verifier key (name+hash+key)")
+        raise EvidenceError(f"{where} is not a verifier key (name+hash+key)")
     name, key_hash, encoded = parts
     raw = _b64(encoded, where)
     if len(raw) != 33 or raw[0] != ALG_ED25519:
@@ -230,8 +230,13 @@ def load_checkpoint(path: Path, *, trusted_key: str | None = None) -> Checkpoint
         raise EvidenceError(f"{path}: the checkpoint lacks or garbles {exc}") from None
     if not isinstance(note, str) or not isinstance(key, str):
         raise EvidenceError(f"{path}: note and verifier_key must be strings")
-    if trusted_key is not None and key.strip() != trusted_key.strip():
-        raise EvidenceError(f"{path} was not signed with the key you trust ({trusted_key[:40]}…)")
+    if trusted_key is not None:
+        trusted = check_trusted_key(trusted_key)
+        if key.strip() != trusted:
+            raise EvidenceError(
+                f"{path} was not signed with the key you trust ({key_name(trusted)}): it names "
+                f"the key {key_name(key)}"
+            )
     origin, size, root, moment = open_note(note, key, str(path))
     nodes = border_nodes(size)
     if len(border) != len(nodes):
@@ -240,6 +245,36 @@ def load_checkpoint(path: Path, *, trusted_key: str | None = None) -> Checkpoint
     if compact.root() != root:
         raise EvidenceError(f"{path}: the border does not hash to the signed root")
     return Checkpoint(origin, size, root, moment, note, key, border, str(path))
+
+
+def key_name(verifier: str) -> str:
+    """The name part of a verifier key (``name+hash+key``), to say which key without the key."""
+    return repr(verifier.strip().split("+", 1)[0][:60])
+
+
+def check_trusted_key(text: str) -> str:
+    """``text`` (the key a reviewer trusts) when it is a well-formed verifier key. A private
+    signing key given by mistake is refused without printing any of it."""
+    text = text.strip()
+    if text.upper().startswith("PRIVATE+KEY"):
+        raise EvidenceError(
+            "the trusted key given is a private signing key, not a verifier key: pass the "
+            "verifier key (the .pub file `kg audit keygen` wrote next to it). Nothing of the "
+            "private key was printed; keep it out of shared places"
+        )
+    parse_verifier(text, "the trusted key")
+    return text
+
+
+def untrusted_note(cp: Checkpoint) -> str:
+    """What a check without a trusted key must say: the signature proves the file is intact,
+    not who signed it (anyone can sign a checkpoint with a key of their own)."""
+    return (
+        f"warning: {cp.source} is signed by the key {key_name(cp.verifier_key)} "
+        f"({cp.verifier_key.strip()}), which you have not said you trust: the signature proves "
+        "the file is intact, not who signed it. Pass --trusted-key KEY|FILE (--key for the "
+        "offline checker) to require your key"
+    )
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
@@ -258,6 +293,8 @@ def _read(path: Path, what: str) -> str:
 def _json(path: Path, what: str) -> dict[str, Any]:
     try:
         data = json.loads(_read(path, what))
+    except RecursionError:
+        raise EvidenceError(f"{path} is nested too deeply to be a kg {what}") from None
     except json.JSONDecodeError as exc:
         raise EvidenceError(
             f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}): truncated or not a "
@@ -272,4 +309,4 @@ def _b64(text: str, where: object) -> bytes:
     try:
         return base64.b64decode(text, validate=True)
     except ValueError:
-        raise EvidenceError(f"{where}: {text[:40]!r} is not base64") from None
+        raise EvidenceError(f"{where}: a field that must be base64 is not") from None

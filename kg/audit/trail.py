@@ -55,15 +55,28 @@ class TrailFilter:
     actor: str | None = None
     since: datetime | None = None
     until: datetime | None = None
+    #: event types to keep (``DecisionRecorded``, ...); empty: every type
+    event_types: tuple[str, ...] = ()
 
     @property
     def everything(self) -> bool:
         """No filter: the whole trail of the scope."""
-        return not any((self.decision, self.session, self.actor, self.since, self.until))
+        return not any(
+            (self.decision, self.session, self.actor, self.since, self.until, self.event_types)
+        )
 
     def check(self) -> None:
         if self.since and self.until and self.since > self.until:
             raise ValidationError("--since is after --until: nothing can match")
+        import kg.events.memory  # noqa: F401  (declares events kg.events does not re-export)
+        from kg.events.base import registered_event_types
+
+        known = registered_event_types()
+        unknown = sorted(set(self.event_types) - set(known))
+        if unknown:
+            raise ValidationError(
+                f"--type {', '.join(unknown)}: no such event type; use one of {', '.join(known)}"
+            )
 
 
 @dataclass(frozen=True)
@@ -229,6 +242,8 @@ async def _where(
         where.append(f"recorded_at >= {arg(f.since)}")
     if f.until:
         where.append(f"recorded_at <= {arg(f.until)}")
+    if f.event_types:
+        where.append(f"event_type = ANY({arg(list(f.event_types))}::text[])")
     return where, args
 
 

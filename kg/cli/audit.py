@@ -63,6 +63,11 @@ def verify(
             verdict = await audit(rt, held=held, projections=projections)
         for ok, line in verdict.lines():
             (console if ok else err_console).print(line, markup=False)
+        if not trusted_key:
+            from kg.audit.checkpoint import untrusted_note
+
+            for cp in held:
+                err_console.print(untrusted_note(cp), markup=False)
         return verdict.ok
 
     if not run(go):
@@ -134,6 +139,9 @@ def trail(
     actor: str = typer.Option(None, "--actor", help="An actor name (metadata.actor)."),
     since: str = typer.Option(None, "--since", help="ISO-8601 time (no zone: UTC), inclusive."),
     until: str = typer.Option(None, "--until", help="ISO-8601 time (no zone: UTC), inclusive."),
+    event_types: list[str] = typer.Option(
+        None, "--type", help="Only events of this type (repeatable): DecisionRecorded, ..."
+    ),
     fmt: str = typer.Option("jsonl", "--format", help="jsonl, csv or md."),
     output: Path = typer.Option(None, "--output", "-o", help="Write to FILE, not stdout."),
 ) -> None:
@@ -154,6 +162,7 @@ def trail(
             actor,
             parse_time(since) if since else None,
             parse_time(until) if until else None,
+            tuple(event_types or ()),
         )
         selection.check()
         async with open_runtime() as rt:
@@ -162,7 +171,7 @@ def trail(
                 err_console.print(
                     f"the whole trail of tenant {rt.scope.tenant_id}, project "
                     f"{rt.scope.project_id}; narrow it with --decision, --session, --actor, "
-                    "--since or --until",
+                    "--since, --until or --type",
                     markup=False,
                 )
             entries = select(rt.app_pool, rt.scope, selection)

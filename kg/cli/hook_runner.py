@@ -100,11 +100,22 @@ def post_commit(root: Path, background_above: int) -> int:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
                 close_fds=True,
+                preexec_fn=_lower_priority,
             )
         _log(f"post-commit: {changed} Markdown files to sync; syncing in the background")
         _log(f"post-commit: background sync is pid {child.pid}")
         return 0
     return sync(foreground=True)
+
+
+#: how much lower than the committer's the background sync's CPU priority is (``nice``)
+BACKGROUND_NICE = 10
+
+
+def _lower_priority() -> None:
+    """In the background sync's process: yield the CPU to what the developer does next (an
+    editor, a build, the next commit); nobody waits for this sync."""
+    os.nice(BACKGROUND_NICE)
 
 
 def sync(*, foreground: bool = False) -> int:

@@ -93,7 +93,6 @@ def ingest(
                     progress=progress,
                     allow_secrets=allow_secrets,
                 )
-                report.problems += policies.problems
                 return policies, report
 
     policies, report = run(go)

@@ -37,7 +37,7 @@ from kg.embeddings.cache import query_vector
 from kg.errors import NotFoundError, ValidationError
 from kg.parsed.model import PARENT_OF
 from kg.passages import terms
-from kg.policies.evaluate import Governance
+from kg.policies.evaluate import Governance, selected_types
 from kg.policies.model import NodeVerdict, Policy
 from kg.projections.graph_reader import EdgeRow, NodeRow
 from kg.ranking import content_factor, copy_of, merge_parts, prior, question_parts
@@ -87,9 +87,17 @@ FAMILY_SIZE = 5
 FAMILY_FACTOR = 0.8
 
 
+#: what a task-driven build says when the project has no node to match the task against
+EMPTY_WARNING = (
+    "this project's graph is empty, so nothing matched the task: ingest the project first "
+    "(`kg ingest .`, `kg sync`, or the ingest_markdown tool)"
+)
+
+
 class GraphSource(Protocol):
     async def as_of(self) -> tuple[int, datetime | None]: ...
     async def policies(self) -> list[Policy]: ...
+    async def document_types(self, types: Sequence[str]) -> dict[str, str]: ...
     async def nodes(self, node_ids: Sequence[str]) -> list[NodeRow]: ...
     async def neighbours(
         self,
@@ -135,8 +143,13 @@ class ContextBuilder:
             semantic = await self._semantic_anchors(req)
             if self.embedder is not None and self.embedder.is_fallback:
                 warnings.append(FALLBACK_WARNING)
+            if as_of_time is None:  # no node at all in this project
+                warnings.append(EMPTY_WARNING)
 
         reached, denied = await self._anchors(req, semantic, governance)
+        # A denied match is counted (governance), never named: not even in the match list
+        # the result and the ContextGraphBuilt event carry.
+        matches = [(n, sim) for n, sim, _ in semantic if n not in denied]
         allowed_filter: set[str] = set()
         if req.mode == "policy_first":
             allowed_filter = await self._add_governing_policies(reached, denied, governance)
@@ -148,7 +161,10 @@ class ContextBuilder:
             warnings.append(
                 f"{left_out} superseded or deprecated node(s) left out (include_superseded=false)"
             )
-        return await self._assemble(req, reached, governance, as_of, depth, semantic, warnings)
+        embedder = self.embedder.model_id if semantic and self.embedder else None
+        return await self._assemble(
+            req, reached, governance, as_of, depth, (matches, embedder), warnings
+        )
 
     async def _governance(self, req: ContextRequest) -> Governance:
         policies = {p.policy_id: p for p in await self.source.policies()}
@@ -161,7 +177,8 @@ class ContextBuilder:
         for policy_id in req.policies:  # requested policies apply to every node of this build
             p = policies[policy_id]
             policies[policy_id] = replace(p, rule=p.rule.model_copy(update={"scope": "project"}))
-        return Governance(policies)
+        types = selected_types(policies.values())
+        return Governance(policies, file_types=await self.source.document_types(types))
 
     async def _semantic_anchors(self, req: ContextRequest) -> list[tuple[str, float, float]]:
         if self.embedder is None:
@@ -474,7 +491,7 @@ class ContextBuilder:
         gov: Governance,
         as_of: int,
         depth: int,
-        semantic: list[tuple[str, float, float]],
+        semantic: tuple[list[tuple[str, float]], str | None],
         warnings: list[str],
     ) -> ContextGraph:
         ranked = sorted(reached.values(), key=lambda r: (-round(r.score, 9), r.row.node_id))
@@ -571,8 +588,8 @@ class ContextBuilder:
             rendering=rendering,
             token_estimate=token_estimate,
             content_hash=content_hash,
-            semantic_anchors=tuple((n, round(s, 6)) for n, s, _ in semantic),
-            embedder=self.embedder.model_id if semantic and self.embedder else None,
+            semantic_anchors=tuple((n, round(s, 6)) for n, s in semantic[0]),
+            embedder=semantic[1],
             warnings=tuple(warnings),
         )
 

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from kg.events.base import DomainEvent
 from kg.events.knowledge import EdgeAsserted, EdgesAsserted, NodeAsserted, edge_id
 from kg.events.policy import PolicyDefined
-from kg.policies.model import Policy
+from kg.policies.model import Policy, document_paths
 from kg.projections.graph_reader import EdgeRow, NodeRow
 from kg.projections.normalise import policy_properties
 
@@ -115,6 +115,12 @@ class MemoryGraph:
 
     async def policies(self) -> list[Policy]:
         return sorted(self.policy_list, key=lambda p: p.policy_id)
+
+    async def document_types(self, types: Sequence[str]) -> dict[str, str]:
+        wanted = set(types)
+        return document_paths(
+            (n.node_id, n.node_type) for n in self.nodes_by_id.values() if n.node_type in wanted
+        )
 
     async def nodes(self, node_ids: Sequence[str]) -> list[NodeRow]:
         return [self._row(n) for n in dict.fromkeys(node_ids) if n in self.nodes_by_id]

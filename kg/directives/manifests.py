@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+from kg.project_files import read_project_text
+
 MANIFESTS = ("pyproject.toml", "requirements.txt", "package.json", "go.mod", "Cargo.toml",
              "Gemfile", "pom.xml", "build.gradle", "build.gradle.kts")  # fmt: skip
 _LANGUAGE = {"pyproject.toml": "python", "requirements.txt": "python", "package.json":
@@ -50,6 +52,7 @@ EXTENSIONS = {".py": "python", ".pyi": "python", ".ts": "typescript", ".tsx": "t
               ".svelte": "javascript", ".c": "c", ".cpp": "cpp", ".h": "c"}  # fmt: skip
 T = TypeVar("T")
 _REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+_MAX_MANIFEST = 1_000_000
 
 
 @dataclass
@@ -80,7 +83,7 @@ def read_technologies(root: Path, paths: list[str], *, manifests: bool = True) -
             rel = posixpath.join(folder, name) if folder else name
             full = root / rel
             found.add_language(_LANGUAGE[name], f"manifest {rel}")
-            for dep in _dependencies(full, name):
+            for dep in _dependencies(root, full, name):
                 framework = FRAMEWORKS.get(dep.casefold())
                 if framework:
                     found.add_framework(framework, f"{rel} depends on {dep}")
@@ -123,13 +126,16 @@ def _present(folder: str) -> tuple[str, ...]:
     )  # fmt: skip
 
 
-def _dependencies(path: Path, name: str) -> list[str]:
-    return _while_unchanged("manifest", str(path), lambda: _read_dependencies(path, name), [])
+def _dependencies(root: Path, path: Path, name: str) -> list[str]:
+    return _while_unchanged("manifest", str(path), lambda: _read_dependencies(root, path, name), [])
 
 
-def _read_dependencies(path: Path, name: str) -> list[str]:
+def _read_dependencies(root: Path, path: Path, name: str) -> list[str]:
+    # never a FIFO, a device or a file outside the project (kg.project_files)
+    text = read_project_text(root, path, _MAX_MANIFEST, errors="replace")
+    if text is None:
+        return []
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")[:1_000_000]
         if name == "pyproject.toml":
             return _pyproject(tomllib.loads(text))
         if name == "requirements.txt":

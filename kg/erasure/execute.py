@@ -63,6 +63,24 @@ def _refuse_empty(plan: ErasurePlan) -> None:
     )
 
 
+def _refuse_tampered(plan: ErasurePlan) -> None:
+    """Refuse to erase content that is not what the log recorded. Erasing it would delete the
+    evidence (``kg audit verify`` compares the content with the digest the chain covers, and
+    erased content has nothing left to compare) and issue a receipt certifying as erased what
+    was never logged: the tampering would be laundered. Recording the mismatch and erasing
+    anyway would keep a note of it, but still destroy what a reviewer needs to see what was
+    changed; the operator restores the content from a backup (or investigates) first."""
+    if not plan.tampered:
+        return
+    shown = ", ".join(map(str, plan.tampered[:10]))
+    raise ErasureError(
+        f"{plan.selection.describe()}: refused: the content of {len(plan.tampered)} event(s) "
+        f"(position(s) {shown}) does not match the digest its hash covers: it was edited after "
+        "it was written. Erasing it would destroy the evidence of that edit. Run `kg audit "
+        "verify`, restore the content from a backup, then erase; nothing was changed"
+    )
+
+
 async def erase(
     rt: Runtime,
     selection: Selection,
@@ -76,7 +94,8 @@ async def erase(
     :func:`kg.erasure.receipt.build_receipt` of it).
 
     Raises:
-        ErasureError: nothing erasable matches (the message says why).
+        ErasureError: nothing erasable matches, or the content to erase does not match the
+            digest the log covers (the message says why).
         ValidationError: reason or authority missing.
     """
     clock = time.perf_counter()
@@ -85,6 +104,7 @@ async def erase(
     plan = await plan_erasure(rt.system_pool, rt.scope, selection)
     seconds["plan"] = time.perf_counter() - clock
     _refuse_empty(plan)
+    _refuse_tampered(plan)
     erasure_id = f"erasure-{uuid.uuid4().hex[:16]}"
     event = build_event(
         ContentErased,

@@ -22,7 +22,7 @@ from kg.config import Scope
 from kg.embeddings.base import content_hash
 from kg.embeddings.cache import embedding_text, passage_texts
 from kg.errors import ValidationError
-from kg.events.content import content_ref
+from kg.events.content import body_digest, content_ref
 from kg.events.envelope import RecordedEvent
 from kg.events.knowledge import NodeAsserted
 from kg.events.store import SELECT_EVENT, record_from_row
@@ -80,6 +80,9 @@ class ErasurePlan:
     #: selected events whose content is inside the hashed payload (written before migration
     #: 0014, or the pattern is in a field that is not erasable: a name, an id, properties)
     not_erasable: list[int] = field(default_factory=list)
+    #: selected events whose stored content does not match the digest their hash covers (edited
+    #: behind kg's back): erasing it would destroy the evidence, so erasure refuses
+    tampered: list[int] = field(default_factory=list)
     node_ids: list[str] = field(default_factory=list)
     rows: list[ProjectedRow] = field(default_factory=list)
     #: rows that keep the content because the log does (from ``not_erasable`` events)
@@ -121,6 +124,11 @@ class ErasurePlan:
             )
         for row in self.rows_kept:
             out.append(f"  row {row.schema}.kg_nodes {row.node_id}: kept (the log holds it)")
+        for position in self.tampered:
+            out.append(
+                f"  event {position}: its content does NOT match the digest its hash covers "
+                "(edited after it was written): the erasure will be refused"
+            )
         return out
 
 
@@ -168,6 +176,8 @@ def classify(plan: ErasurePlan, events: Sequence[RecordedEvent]) -> None:
         if ref is not None and e.content_body is not None:
             if pattern is None or _holds(e.content_body.get("fields", {}).values(), pattern):
                 plan.events.append(e)
+                if body_digest(e.content or "") != e.content_digest:
+                    plan.tampered.append(e.position)
         elif ref is not None and pattern is None:
             plan.already_erased.append(e.position)
         if pattern is not None:

@@ -60,6 +60,11 @@ def upcaster(event_type: str, from_version: int) -> Callable[[Upcaster], Upcaste
     return register
 
 
+def registered_event_types() -> list[str]:
+    """Every event type declared by the event modules imported so far."""
+    return sorted(_REGISTRY)
+
+
 def event_class(event_type: str) -> type[DomainEvent]:
     try:
         return _REGISTRY[event_type]

@@ -19,7 +19,7 @@ from kg.governance.sync import plan
 from kg.parsed.model import ParseProblem
 from kg.policies.actions import Subject, gating_for
 from kg.policies.evaluate import Governance
-from kg.policies.model import Policy
+from kg.policies.model import Policy, document_paths
 
 
 @dataclass(frozen=True)
@@ -60,19 +60,19 @@ class Explanation:
 
 async def _policies_and_rows(
     rt: PolicyParts, node_ids: list[str]
-) -> tuple[dict[str, Policy], dict[str, Subject]]:
+) -> tuple[Governance, dict[str, Subject]]:
     async with rt.reader().snapshot() as snap:
         governed = await snap.governed()
         subjects = await governed.subjects(node_ids)
-    return dict(governed.governance.policies), {s.node_id: s for s in subjects}
+    return governed.governance, {s.node_id: s for s in subjects}
 
 
 async def explain_node(rt: PolicyParts, node_id: str) -> Explanation:
     """Which policies apply to ``node_id`` (it need not exist: path and id selectors still
     say what would apply to it), through which edge or selector, since which position."""
-    policies, rows = await _policies_and_rows(rt, [node_id])
+    gov, rows = await _policies_and_rows(rt, [node_id])
+    policies = gov.policies
     subject = rows.get(node_id, Subject(node_id))
-    gov = Governance(policies)
     found = Explanation(node_id, node_id in rows, subject.node_type)
     for policy, how in gov.applicable(
         subject.node_type, subject.labels, subject.governed_by, node_id
@@ -169,7 +169,10 @@ async def preview_policy_files(rt: PolicyParts, extra: list[Path] | None = None)
         ).append(policy_id)
     if not result.changes_anything:
         return result
-    before, after = Governance(current), Governance(_proposed(current, files, rt.scope.project_id))
+    # Every document's type, for the type selectors of both the current and proposed policies.
+    types = document_paths((s.node_id, s.node_type) for s in subjects)
+    before = Governance(current, file_types=types)
+    after = Governance(_proposed(current, files, rt.scope.project_id), file_types=types)
     for s in subjects:
         node_id = s.node_id
         old = before.verdict(s.node_type, s.labels, s.governed_by, node_id)

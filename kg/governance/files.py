@@ -34,6 +34,7 @@ import yaml
 
 from kg.events.policy import EFFECTS, PolicyRule
 from kg.parsed.model import ParseProblem
+from kg.project_files import Refused, read_project_bytes
 
 POLICY_DIR = ".kg/policies"
 POLICY_DIR_ENV = "KG_POLICY_DIR"
@@ -116,7 +117,7 @@ def load_policy_files(
         found.files.append(rel)
         text = texts[rel]
         if text is None:
-            text = _read(root / rel, rel, found.problems)
+            text = _read(root, rel, found.problems)
             if text is None:
                 continue
         for spec in _parse(text, rel, found.problems, defaults):
@@ -145,13 +146,17 @@ def load_policy_files(
     return found
 
 
-def _read(path: Path, rel: str, problems: list[ParseProblem]) -> str | None:
-    try:
-        if path.stat().st_size > MAX_FILE_BYTES:
+def _read(root: Path, rel: str, problems: list[ParseProblem]) -> str | None:
+    data = read_project_bytes(root, Path(rel), MAX_FILE_BYTES)
+    if isinstance(data, Refused):
+        if data.too_large:
             problems.append(ParseProblem(rel, 1, f"larger than {MAX_FILE_BYTES} bytes: split it"))
-            return None
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
+        else:
+            problems.append(ParseProblem(rel, 1, f"cannot be read: {data.message}"))
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
         problems.append(ParseProblem(rel, 1, f"cannot be read: {error}"))
         return None
 

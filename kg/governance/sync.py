@@ -5,7 +5,8 @@ differs ``PolicyChanged``, and a policy that a file declared before but no file 
 ``PolicyRetired``. Each event's provenance (``source``) is the ``file:line`` that declares the
 policy. Policies defined through the API (no file) are never retired by a missing file; a file
 may take one over by declaring its id. When any policy file has an error, nothing is appended:
-a half-applied governance change is worse than none (``kg lint`` names the problems).
+a half-applied governance change is worse than none; and nothing new is ingested either
+(:class:`~kg.errors.PolicyFilesError`, fail closed): the policies already in force stay.
 """
 
 from __future__ import annotations
@@ -13,24 +14,24 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from kg.errors import PolicyFilesError
 from kg.events import EventMetadata, PendingEvent, PolicyChanged, PolicyDefined, PolicyRetired
 from kg.events.base import DomainEvent
 from kg.events.multi import StreamEvent
 from kg.governance.files import PolicyFiles, PolicySpec, load_policy_files
 from kg.governance.parts import PolicyParts
-from kg.parsed.model import ParseProblem
 from kg.policies.model import Policy
 
 
 @dataclass
 class PolicySync:
-    """What applying the policy files appended (ids per kind) and what stopped it."""
+    """What applying the policy files appended (ids per kind)."""
 
     defined: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
     retired: list[str] = field(default_factory=list)
-    problems: list[ParseProblem] = field(default_factory=list)
     files: int = 0
 
     @property
@@ -38,8 +39,6 @@ class PolicySync:
         return len(self.defined) + len(self.changed) + len(self.retired)
 
     def summary(self) -> str:
-        if self.problems and not self.events:
-            return f"policy files not applied ({len(self.problems)} problem(s))"
         return (
             f"{self.files} policy file(s): {len(self.defined)} defined, "
             f"{len(self.changed)} changed, {len(self.retired)} retired"
@@ -88,16 +87,40 @@ async def project_policies(rt: PolicyParts) -> dict[str, Policy]:
     return {k: p for k, p in found.items() if p.project_id == rt.scope.project_id}
 
 
+def refuse_broken(files: PolicyFiles) -> PolicyFiles:
+    """``files`` when every policy file is valid; else :class:`PolicyFilesError` naming each
+    ``file:line``. An ingest must not go on while the intended policies are not in force:
+    the files a broken deny was written to hide would be ingested and served."""
+    if files.ok:
+        return files
+    shown = files.problems[:20]
+    more = len(files.problems) - len(shown)
+    raise PolicyFilesError(
+        f"{len(files.problems)} problem(s) in the policy files, so nothing new was ingested "
+        "(the policies already in force stay in force; fix the file(s) and run again, "
+        "`kg lint` checks them):\n"
+        + "\n".join(f"  {p.path}:{p.line}: {p.message}" for p in shown)
+        + (f"\n  ... and {more} more" if more else "")
+    )
+
+
+async def checked_policy_files(root: Path) -> PolicyFiles:
+    """The project's policy files, or :class:`PolicyFilesError` (:func:`refuse_broken`)."""
+    return refuse_broken(await asyncio.to_thread(load_policy_files, root))
+
+
 async def apply_policy_files(
     rt: PolicyParts, metadata: EventMetadata, files: PolicyFiles | None = None
 ) -> PolicySync:
-    """Append what changed in the project's policy files (see the module docstring)."""
+    """Append what changed in the project's policy files (see the module docstring).
+
+    Raises:
+        PolicyFilesError: a policy file has an error; nothing was appended.
+    """
     if files is None:
-        files = await asyncio.to_thread(load_policy_files, rt.settings.project_root)
+        files = await checked_policy_files(rt.settings.project_root)
+    refuse_broken(files)
     result = PolicySync(files=len(files.files))
-    if not files.ok:
-        result.problems = list(files.problems)
-        return result
     current = await project_policies(rt)
     events = plan(files.specs, current)
     if not events:

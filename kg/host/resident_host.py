@@ -35,9 +35,11 @@ from typing import Any
 
 from kg.host.resident import (
     EXITED,
+    READY,
     STALE,
     STARTED,
     code_fingerprint,
+    folder_problem,
     send_status,
     socket_path,
 )
@@ -58,10 +60,12 @@ class CommandHost:
     of sleeping."""
 
     def __init__(self, state_dir: Path, entries: Entries, preload: Sequence[str] = ()) -> None:
+        self.state_dir = state_dir
         self.path = socket_path(state_dir)
         self.entries = entries
         self.preload = tuple(preload)
         self.children: dict[int, socket.socket] = {}
+        self._ended: set[int] = set()  # children whose client connection is no longer watched
         self.stale = False
         self._listener: socket.socket | None = None
         self._wake: tuple[int, int] | None = None
@@ -78,7 +82,8 @@ class CommandHost:
         gc.collect()
         gc.freeze()  # the imported modules' objects stay shared with the children's pages
         try:
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if not self._own_folder():
+                return False
             with contextlib.suppress(FileNotFoundError):
                 self.path.unlink()  # left by a host that was killed
             listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -98,16 +103,28 @@ class CommandHost:
         self._wake = (read, write)
         return True
 
+    def _own_folder(self) -> bool:
+        """Create the socket's folder owner-only, or find it so; a folder someone else made
+        first (in the shared temporary directory) or left open means no host."""
+        folder = self.path.parent
+        private = folder != self.state_dir
+        if private:
+            with contextlib.suppress(FileExistsError):
+                folder.mkdir(mode=0o700, parents=True)
+        return folder_problem(folder, private=private) is None
+
     def serve(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds, taking command lines and reporting children that
         exited."""
         if self._listener is None or self._wake is None:
             return
         listener, wake = self._listener.fileno(), self._wake[0]
-        ready, _, _ = select.select([listener, wake], [], [], max(0.0, timeout))
+        clients = {c.fileno(): pid for pid, c in self.children.items() if pid not in self._ended}
+        ready, _, _ = select.select([listener, wake, *clients], [], [], max(0.0, timeout))
         if wake in ready:
             with contextlib.suppress(BlockingIOError, InterruptedError):
                 os.read(self._wake[0], 512)
+        self._end_orphans([clients[fd] for fd in ready if fd in clients])
         self._reap()
         if listener in ready:
             with contextlib.suppress(OSError):
@@ -127,8 +144,14 @@ class CommandHost:
             if not self._same_user(conn):
                 conn.close()
                 return
+            send_status(conn, READY, 0)  # alive: the client sends its request only now
             request, fds = _read_request(conn)
         except (OSError, ValueError):
+            conn.close()
+            return
+        if _gone(conn):  # it gave up waiting (a stopped host): it runs the command itself
+            for fd in fds:
+                os.close(fd)
             conn.close()
             return
         if request.get("fingerprint") != self._fingerprint or len(fds) != 3:
@@ -149,6 +172,16 @@ class CommandHost:
         with contextlib.suppress(OSError):
             send_status(conn, STARTED, pid)
 
+    def _end_orphans(self, pids: list[int]) -> None:
+        """Kill the commands whose client is gone (``kill -9`` of ``kg``, a crash): the
+        command's life follows its caller's, as it would in the caller's own process. A
+        client sends nothing after its request, so a readable connection is a closed one."""
+        for pid in pids:
+            self._ended.add(pid)  # not watched again: closed (or sending what it must not)
+            if _gone(self.children[pid]):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+
     def _inherited(self) -> list[int]:
         """Descriptors a child must not keep: the listener, the wake pipe, siblings' clients."""
         fds = [c.fileno() for c in self.children.values()]
@@ -167,6 +200,7 @@ class CommandHost:
             if pid == 0:
                 return
             conn = self.children.pop(pid, None)
+            self._ended.discard(pid)
             if conn is not None:
                 code = os.waitstatus_to_exitcode(status)
                 with contextlib.suppress(OSError):
@@ -182,6 +216,32 @@ class CommandHost:
             conn.getsockopt(socket.SOL_SOCKET, option, _PEERCRED.size)
         )
         return bool(uid == os.getuid())
+
+
+def _gone(conn: socket.socket) -> bool:
+    """Whether the client closed its end (it never sends after its request)."""
+    timeout = conn.gettimeout()
+    conn.setblocking(False)  # a socket with a timeout would wait for data first
+    try:
+        return conn.recv(1, socket.MSG_PEEK) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+    finally:
+        conn.settimeout(timeout)
+
+
+def _limit(request: dict[str, Any]) -> None:
+    """Take on the client's resource limits (``ulimit``). One that cannot be set (above the
+    host's own hard limit) stays at the host's, which is then the lower of the two."""
+    import resource
+
+    for name, (soft, hard) in dict(request.get("rlimits") or {}).items():
+        number = getattr(resource, str(name), None)
+        if number is not None:
+            with contextlib.suppress(OSError, ValueError):
+                resource.setrlimit(number, (int(soft), int(hard)))
 
 
 def _preload_model() -> None:
@@ -241,6 +301,7 @@ def _run_command(
         time.tzset()  # the client's TZ
         os.chdir(request["cwd"])
         os.umask(int(request["umask"]))
+        _limit(request)
         argv = [str(a) for a in request["argv"]]
         sys.argv = ["kg", *argv]
         sys.stdout.reconfigure(line_buffering=os.isatty(1))  # type: ignore[union-attr]

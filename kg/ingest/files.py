@@ -9,12 +9,18 @@ root, so a symlink cannot make the parser read a file outside the project.
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 
 from kg.parsed.model import ParseProblem, Severity
+from kg.project_files import DEFAULT_MAX_BYTES, Refused, read_project_bytes
 
-DEFAULT_MAX_BYTES = 2_000_000
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "absolute_path",
+    "decode_markdown_bytes",
+    "project_relpath",
+    "read_markdown_file",
+]
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -66,29 +72,11 @@ def read_markdown_file(
 
     if rel is None:
         return problem(f"refused: {path} is outside the project root {root}")
-    full = absolute_path(root, path)
-    try:
-        real = full.resolve(strict=True)
-        real_root = Path(os.path.abspath(root)).resolve()
-    except (OSError, RuntimeError) as error:  # missing file, symlink loop
-        return problem(f"cannot read file: {_reason(error)}")
-    if not real.is_relative_to(real_root):
-        return problem(f"refused: resolves to {real}, outside the project root {real_root}")
-    try:
-        info = real.stat()
-        if not stat.S_ISREG(info.st_mode):
-            return problem("refused: not a regular file")
-        if info.st_size > max_bytes:
-            return None, ParseProblem(
-                shown,
-                1,
-                f"refused: file is {info.st_size} bytes, the limit is {max_bytes}",
-                unsuitable,
-            )
-        with real.open("rb") as handle:
-            data = handle.read(max_bytes + 1)  # the file may have grown since stat()
-    except OSError as error:
-        return problem(f"cannot read file: {_reason(error)}")
+    data = read_project_bytes(root, path, max_bytes)
+    if isinstance(data, Refused):
+        if data.too_large:
+            return None, ParseProblem(shown, 1, data.message, unsuitable)
+        return problem(data.message)
     return decode_markdown_bytes(data, shown, max_bytes, unsuitable)
 
 
@@ -116,9 +104,3 @@ def decode_markdown_bytes(
         offset = error.start + skip
         line = data.count(b"\n", 0, offset) + 1
         return problem(f"invalid UTF-8 at byte offset {offset}: {error.reason}", line)
-
-
-def _reason(error: BaseException) -> str:
-    if isinstance(error, OSError) and error.strerror:
-        return error.strerror
-    return str(error) or type(error).__name__

@@ -12,6 +12,7 @@ from kg.parsed.model import (
     ParsedDocument,
     ParseProblem,
 )
+from kg.read.entity_names import ENTITY
 
 _CHECKED_PREFIXES = ("document:", "section:")
 
@@ -27,8 +28,9 @@ def find_dangling(
     * a node id produced twice (e.g. the same file parsed under two entries);
     * a requirement defined by more than one heading.
 
-    Requirement nodes are shared by design (every mentioning file emits one), so they are not
-    duplicates. Only links to documents and sections are checked; ``other_files`` are the
+    Requirement nodes, shared directives and extracted entities (``apiobject:customer``) are
+    shared by design (every mentioning file emits one), so they are not duplicates. Only
+    links to documents and sections are checked; ``other_files`` are the
     project's files that exist without being parsed here (source files a spec links to).
     """
     documents = list(docs)
@@ -37,7 +39,7 @@ def find_dangling(
     problems: list[ParseProblem] = []
     for doc in documents:
         for node in doc.nodes:
-            if node.node_type == REQUIREMENT or REQUIREMENT in node.labels or SHARED in node.labels:
+            if _shared(node.node_type, node.labels):
                 continue
             first = where.get(node.node_id)
             if first is None:
@@ -70,6 +72,10 @@ def find_dangling(
                     problems.append(ParseProblem(doc.path, line, message))
     problems.sort(key=lambda p: (p.path, p.line, p.message))
     return problems
+
+
+def _shared(node_type: str, labels: tuple[str, ...]) -> bool:
+    return node_type == REQUIREMENT or any(x in labels for x in (REQUIREMENT, SHARED, ENTITY))
 
 
 def _dangling(

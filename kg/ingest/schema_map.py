@@ -3,7 +3,7 @@
 A schema map is a YAML file, ``.kg/schema.yaml`` or ``kg-schema.yaml`` in the project root::
 
     version: 1
-    include_defaults: false      # true: the built-in rules are tried after these
+    include_defaults: true       # (default) the built-in rules are tried after these
     requirement_prefixes: [FR, NFR]
     rules:
       - type: PRD
@@ -45,6 +45,7 @@ from kg.errors import ValidationError
 from kg.globs import glob_to_regex as shared_glob
 from kg.ingest.entities.config import NO_ENTITIES, EntityConfig, parse_entities
 from kg.ingest.requirements import DEFAULT_PREFIXES, RequirementMatcher
+from kg.project_files import Refused, read_project_bytes
 
 SCHEMA_FILES = (".kg/schema.yaml", "kg-schema.yaml")
 # The event layer's node type pattern (kg.events.knowledge): CamelCase letters and digits.
@@ -177,10 +178,13 @@ def load_schema_map(root: Path) -> SchemaMap:
     """
     for name in SCHEMA_FILES:
         path = root / name
-        if path.is_file():
+        if path.is_file() or path.is_symlink():
+            data = read_project_bytes(root, Path(name))
             try:
-                text = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as error:
+                if isinstance(data, Refused):
+                    raise ValueError(data.message)
+                text = data.decode("utf-8")
+            except (ValueError, UnicodeDecodeError) as error:
                 raise ValidationError(f"{path}: cannot read schema map: {error}") from None
             return parse_schema_map(text, str(path))
     return DEFAULT_SCHEMA
@@ -208,7 +212,9 @@ def parse_schema_map(text: str, source: str) -> SchemaMap:
         raise fail("top level", f"unknown key(s) {unknown}; allowed: {sorted(_TOP_KEYS)}")
     if data.get("version", 1) != 1:
         raise fail("version", f"unsupported version {data['version']!r}; expected 1")
-    include_defaults = data.get("include_defaults", False)
+    # A map adds to the built-in typing; it takes it away only when it says so: adding
+    # `rules:` used to turn every PRD, ADR, Epic, Story and Rule into a plain Document.
+    include_defaults = data.get("include_defaults", True)
     if not isinstance(include_defaults, bool):
         raise fail("include_defaults", "expected true or false")
     prefixes = _strings(

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kg.parsed.model import ParseProblem
+from kg.project_files import read_project_text
 
 ALLOW_FILE = ".kg-secrets-allow"
 ALLOW_MARK = "kg:allow-secret"
@@ -123,11 +124,11 @@ class Allowlist:
 
     @classmethod
     def load(cls, root: Path) -> Allowlist:
-        path = root / ALLOW_FILE
-        if not path.is_file():
+        text = read_project_text(root, Path(ALLOW_FILE), errors="replace")
+        if text is None:
             return cls()
         entries: list[tuple[str, str | None]] = []
-        for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        for raw in text.splitlines():
             parts = raw.split("#", 1)[0].split()
             if parts:
                 entries.append((parts[0], parts[1] if len(parts) > 1 else None))
@@ -144,10 +145,13 @@ def scan_text(path: str, text: str, allow: Allowlist | None = None) -> list[Secr
     """Secrets in ``text`` (the file ``path``), one finding per line and rule."""
     allow = allow or Allowlist()
     found: list[SecretFinding] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    lines = text.splitlines()
+    for number, line in enumerate(lines, start=1):
         if ALLOW_MARK in line:
             continue
         rules = {rule for rule, pattern in _RULES if pattern.search(line)}
+        if "private-key" in rules and not _key_body(lines, number - 1):
+            rules.discard("private-key")  # a placeholder header (docs, templates): no key
         # The generic rule only where no specific one said what the secret is.
         if not rules and any(_random_looking(m.group(1)) for m in _ASSIGNMENT.finditer(line)):
             rules.add("high-entropy-assignment")
@@ -157,6 +161,23 @@ def scan_text(path: str, text: str, allow: Allowlist | None = None) -> list[Secr
             if not allow.allows(path, rule)
         ]
     return found
+
+
+_KEY_BODY = re.compile(r"[A-Za-z0-9+/]{40,}")
+_KEY_LINES = 100  # a 4096-bit RSA key's PEM body is ~50 lines
+
+
+def _key_body(lines: list[str], index: int) -> bool:
+    """Whether the private key whose BEGIN line is ``lines[index]`` has a body: a run of
+    base64 after the header on its line (a key inside a JSON string) or on the lines that
+    follow, up to its END line. A header alone, or with ``...`` under it, is a placeholder."""
+    begin = _RULES[0][1].search(lines[index])
+    rest = [lines[index][begin.end() :]] if begin else []
+    for line in lines[index + 1 : index + 1 + _KEY_LINES]:
+        rest.append(line)
+        if _KEY_END.search(line):
+            break
+    return any(_KEY_BODY.search(_KEY_END.split(part)[0]) for part in rest)
 
 
 def mask_text(
@@ -214,9 +235,7 @@ def scan_files(root: Path, relpaths: Iterable[str]) -> list[SecretFinding]:
     allow = Allowlist.load(root)
     found: list[SecretFinding] = []
     for rel in relpaths:
-        try:
-            text = (root / rel).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        found += scan_text(rel, text, allow)
+        text = read_project_text(root, Path(rel))  # never a FIFO, a device or outside root
+        if text is not None:
+            found += scan_text(rel, text, allow)
     return found

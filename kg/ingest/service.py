@@ -140,9 +140,11 @@ async def sync_project(
     mark are recorded in ``.kg/sync-state.json``; syncs of one project run one at a time.
 
     The project's policy files are applied first (:mod:`kg.governance.sync`: only changes are
-    appended). ``acting`` (default: the CLI user, :func:`~kg.governance.enforce.cli_actor`) is
-    who policies must allow to ingest the changed files; a refusal writes nothing and
-    records no sync, so the next sync tries the same commits again. Files git or
+    appended); while one has an error the sync raises :class:`~kg.errors.PolicyFilesError`
+    and ingests nothing (fail closed). ``acting`` (default: the CLI user,
+    :func:`~kg.governance.enforce.cli_actor`) is who policies must allow to ingest the changed
+    files; a refusal writes nothing and records no sync, so the next sync tries the same
+    commits again. Files git or
     ``.kgignore`` ignore are left out, as in :func:`ingest_paths`.
     """
     root = rt.settings.project_root
@@ -167,6 +169,8 @@ async def sync_project(
         from kg.governance.sync import apply_policy_files
 
         meta = EventMetadata(actor=actor)
+        # Before anything is ingested: a broken policy file fails the sync (fail closed). An
+        # up-to-date sync ingests nothing and keeps its fast path (no YAML to import).
         policies = await apply_policy_files(rt, meta)
         who = acting or cli_actor()
         if reason is not None:
@@ -186,7 +190,6 @@ async def sync_project(
             report = await _run(rt, targets, options)
             result = SyncReport("incremental", last, head, paths=paths, ingest=report)
         result.policies = policies.summary() if policies.files or policies.events else ""
-        report.problems += policies.problems
         if head is not None:
             async with scoped(rt.app_pool, rt.scope) as conn:
                 mark = await log_mark(conn, rt.scope)

@@ -79,7 +79,26 @@ def resolve_targets(root: Path, paths: Iterable[Path | str] | None) -> Targets:
         except OSError as error:  # e.g. a name longer than the file system allows
             reason = error.strerror or type(error).__name__
             targets.problems.append(ParseProblem(clip(str(given)), 1, f"cannot use path: {reason}"))
+    targets.files = _each_real_file_once(root, real_root, targets.files)
     return targets
+
+
+def _each_real_file_once(root: Path, real_root: Path, files: list[str]) -> list[str]:
+    """``files`` without the symlinks to another of them (``AGENTS.md -> CLAUDE.md``): the
+    file is read once, under its own name, and its rules are not served twice."""
+    listed = set(files)
+    kept = []
+    for rel in files:
+        full = root / rel
+        if full.is_symlink():
+            try:
+                real = full.resolve(strict=True).relative_to(real_root).as_posix()
+            except (OSError, RuntimeError, ValueError):
+                real = None  # broken, a loop, or outside the root: the reader refuses it
+            if real is not None and real != rel and real in listed:
+                continue
+        kept.append(rel)
+    return kept
 
 
 def _resolve_one(

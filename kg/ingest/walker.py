@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kg.ingest.links import MARKDOWN_SUFFIXES
+from kg.project_files import read_project_text
 
 KGIGNORE = ".kgignore"
 GITIGNORE = ".gitignore"
@@ -145,8 +146,6 @@ def _matcher(root: Path, name: str, mtime: float) -> pathspec.GitIgnoreSpec:
     one-file sync without a ``.kgignore`` never needs it."""
     import pathspec
 
-    try:
-        lines = (root / name).read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        lines = []
+    text = read_project_text(root, Path(name), errors="replace")  # never a FIFO or /dev/zero
+    lines = text.splitlines() if text is not None else []
     return pathspec.GitIgnoreSpec.from_lines(lines)

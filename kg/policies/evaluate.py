@@ -13,6 +13,12 @@ from dataclasses import dataclass, field
 from kg.policies.model import NodeVerdict, Policy, node_path
 
 
+def selected_types(policies: Iterable[Policy]) -> list[str]:
+    """The node types the policies select by: the documents of these types are the ones whose
+    sections a :class:`Governance` must know the type of (``file_types``)."""
+    return sorted({t for p in policies for t in p.rule.node_types})
+
+
 @dataclass
 class Governance:
     """Running tally of what the policies did during one build. Never holds denied content:
@@ -23,6 +29,10 @@ class Governance:
     redacted: Counter[str] = field(default_factory=Counter)
     applied: set[str] = field(default_factory=set)
     excluded_nodes: int = 0
+    #: the type of each document whose type a policy selects, by file path (``docs/s.md`` ->
+    #: ``Story``): what lets a type selector cover the document's sections
+    #: (:func:`selected_types` says which types to load)
+    file_types: dict[str, str] = field(default_factory=dict)
 
     @property
     def admits_everything(self) -> bool:
@@ -70,7 +80,7 @@ class Governance:
         for p in self.policies.values():
             if p.policy_id in governed_by:
                 continue
-            how = p.selected_by(node_type, labels, node_id, path)
+            how = p.selected_by(node_type, labels, node_id, path, self.file_types.get(path))
             if how is not None:
                 found.append((p, how))
         return found

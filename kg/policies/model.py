@@ -28,6 +28,7 @@ __all__ = [
     "Policy",
     "PolicyRule",
     "actor_matches",
+    "document_paths",
     "node_path",
     "path_matches",
 ]
@@ -51,6 +52,16 @@ def node_path(node_id: str) -> str | None:
     if not sep or prefix.casefold() not in FILE_NODE_PREFIXES:
         return None
     return rest.split("#", 1)[0].split("::", 1)[0] or None
+
+
+def document_paths(typed: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """``{file path: type}`` of the documents among ``(node id, node type)`` pairs."""
+    found: dict[str, str] = {}
+    for node_id, node_type in typed:
+        path = node_path(node_id) if node_id.startswith("document:") else None
+        if path:
+            found[path] = node_type
+    return found
 
 
 def path_matches(pattern: str, path: str) -> bool:
@@ -84,13 +95,18 @@ class Policy:
         labels: Iterable[str],
         node_id: str = "",
         path: str | None = None,
+        file_type: str | None = None,
     ) -> str | None:
         """How the selector picks this node, in words (``path docs/legal/**``), or None.
 
         Explicit node ids select a node outright; node types, labels and path globs, when more
         than one kind is given, must all match (each kind matches on any of its values).
         ``path``: the node's file (``""``: none), when the caller has worked it out already
-        (a verdict asks every policy about the same node)."""
+        (a verdict asks every policy about the same node). ``file_type``: the type of the
+        document that file is (``Story``): a node type selector matches the document's
+        sections (and so their passages) as it matches the document, as path and label
+        selectors always did; a policy on Stories that left their acceptance criteria
+        readable protected nothing."""
         rule = self.rule
         if rule.scope != "selected":
             return f"scope {rule.scope}"
@@ -98,8 +114,14 @@ class Policy:
             return f"node id {node_id}"
         if not (rule.node_types or rule.labels or rule.paths):
             return None
-        if rule.node_types and node_type not in rule.node_types:
-            return None
+        typed = None
+        if rule.node_types:
+            if node_type in rule.node_types:
+                typed = f"type {node_type}"
+            elif file_type is not None and file_type in rule.node_types:
+                typed = f"document type {file_type}"
+            else:
+                return None
         label = None
         if rule.labels:
             label = next((lb for lb in rule.labels if lb in labels), None)
@@ -112,7 +134,7 @@ class Policy:
             pattern = next((p for p in rule.paths if path and path_matches(p, path)), None)
             if pattern is None:
                 return None
-        how = [f"type {node_type}"] if rule.node_types else []
+        how = [typed] if typed is not None else []
         how += [f"label {label}"] if label is not None else []
         how += [f"path {pattern}"] if pattern is not None else []
         return " + ".join(how)

@@ -15,7 +15,7 @@ from typing import Any
 import asyncpg
 
 from kg.config import Scope
-from kg.policies.model import Policy, PolicyRule
+from kg.policies.model import Policy, PolicyRule, document_paths
 from kg.search import search_in_transaction
 
 
@@ -116,6 +116,13 @@ SELECT node_id, name, properties -> 'rule' AS rule, project_id, last_position,
  ORDER BY node_id
 """
 
+# The documents of some types (by id), for policies that select by type (their sections).
+_DOCUMENT_TYPES = """
+SELECT node_id, node_type FROM kg_nodes
+ WHERE tenant_id = $1 AND project_id = $2 AND node_type = ANY($3::text[])
+   AND node_id LIKE 'document:%'
+"""
+
 # Every node of the project as policies see it: the inputs of a verdict, no content.
 _SUBJECTS = """
 SELECT n.node_id, n.node_type, n.labels,
@@ -173,6 +180,17 @@ class GraphReader:
             )
             for r in rows
         ]
+
+    async def document_types(self, types: Sequence[str]) -> dict[str, str]:
+        """The type of each document of ``types``, by its file path: what a policy selecting
+        those types needs to cover the documents' sections (:class:`kg.policies.evaluate.
+        Governance`)."""
+        if not types:
+            return {}
+        rows = await self.conn.fetch(
+            _DOCUMENT_TYPES, self.scope.tenant_id, self.scope.project_id, list(types)
+        )
+        return document_paths((r[0], r[1]) for r in rows)
 
     async def policy_subjects(self) -> list[tuple[str, str, tuple[str, ...], tuple[str, ...]]]:
         """``(node id, type, labels, governing policies)`` of every node of the project, by

@@ -49,6 +49,7 @@ class Snapshot:
         self.scope = scope
         self._reader: GraphReader | None = None
         self._policies: dict[str, Policy] | None = None
+        self._file_types: dict[str, str] = {}  # of the documents whose type a policy selects
         #: context graphs, their usage, decisions and node existence (no node content)
         self.records = Records(conn, scope)
 
@@ -76,12 +77,15 @@ class Snapshot:
 
     async def governed(self) -> Governed:
         """A policy-checked view for one query: its own tally of what the policies did."""
-        from kg.policies.evaluate import Governance
+        from kg.policies.evaluate import Governance, selected_types
         from kg.read.governed import Governed
 
         if self._policies is None:
             self._policies = {p.policy_id: p for p in await self._graph.policies()}
-        return Governed(self._graph, Governance(dict(self._policies)))
+            types = selected_types(self._policies.values())
+            self._file_types = await self._graph.document_types(types)
+        governance = Governance(dict(self._policies), file_types=self._file_types)
+        return Governed(self._graph, governance)
 
 
 class Reader:

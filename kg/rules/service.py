@@ -133,7 +133,29 @@ async def detect(
     layer: str | None = None,
     topics: tuple[str, ...] | list[str] = (),
 ) -> DetectedContext:
-    """``detect_context``: reads files (manifests) only; writes nothing."""
+    """``detect_context``: reads files (manifests) only; writes nothing.
+
+    Raises:
+        ValidationError: nothing to detect from (an empty task and no paths, diff, layer or
+            topics): the answer would be a guess about nothing.
+    """
+    if not (task.strip() or paths or diff.strip() or layer or topics):
+        raise ValidationError(
+            "detect_context needs something to detect from: a task text (what you are about "
+            "to do), the file paths involved, or a diff (a layer or topics may be given too)"
+        )
+    return await _detected(rt, task=task, paths=paths, diff=diff, layer=layer, topics=topics)
+
+
+async def _detected(
+    rt: Runtime,
+    *,
+    task: str,
+    paths: tuple[str, ...] | list[str],
+    diff: str,
+    layer: str | None,
+    topics: tuple[str, ...] | list[str],
+) -> DetectedContext:
     _check(task, diff, layer, topics)
     relpaths = _relative(rt, paths)
     root = rt.settings.project_root
@@ -161,7 +183,7 @@ async def query_directives(
         raise ValidationError(
             f"token_budget {token_budget} is out of range: use {MIN_BUDGET} to {MAX_BUDGET}"
         )
-    detected = await detect(rt, task=task, paths=paths, diff=diff, layer=layer, topics=topics)
+    detected = await _detected(rt, task=task, paths=paths, diff=diff, layer=layer, topics=topics)
     query_text = task.strip() or " ".join(detected.topic_names)
     vector = None
     if query_text:

@@ -164,6 +164,16 @@ async def test_bad_checkpoints_are_clear_errors(
     refused(kg("audit", "verify", "--checkpoint", str(good), "--trusted-key",
                str(tmp_path / "other.key.pub"), env=env, cwd=tmp_path),
             "not signed with the key you trust")  # fmt: skip
+    # Issue 30 A6: any key's checkpoint passed silently without --trusted-key.
+    anyone = kg("audit", "verify", "--checkpoint", str(good), env=env, cwd=tmp_path)
+    assert anyone.returncode == 0, anyone.stderr
+    assert "signed by the key 'kg-audit'" in anyone.stderr
+    assert "which you have not said you trust" in anyone.stderr
+    private = kg("audit", "verify", "--checkpoint", str(good), "--trusted-key",
+                 str(tmp_path / "key"), env=env, cwd=tmp_path)  # fmt: skip
+    refused(private, "is a private signing key")
+    secret = (tmp_path / "key").read_text().strip().split("+", 4)[-1]
+    assert secret[:8] not in private.stdout + private.stderr
 
     theirs = tmp_path / "other-tenant.json"
     ok(kg("audit", "checkpoint", "--key", str(tmp_path / "key"), "-o", str(theirs),
@@ -227,6 +237,23 @@ async def test_a_decisions_events_are_proved_and_checked_offline(
     truncated.write_text(proof_path.read_text()[:200])
     refused(check(str(truncated), str(cp)), "not valid JSON")
     refused(kg("audit", "prove", "decision:nope", env=env, cwd=tmp_path), "not found")
+
+    # Issue 30 A6: a private key passed by mistake as --key is refused, none of it printed;
+    # deeply nested JSON is an error, not a traceback; no --key says whose key signed it.
+    private = (tmp_path / "key").read_text().strip()
+    mistaken = check(str(proof_path), str(cp), "--key", str(tmp_path / "key"))
+    refused(mistaken, "is a private signing key, not a verifier key")
+    secret = private.split("+", 4)[-1]
+    assert secret[:8] not in mistaken.stdout + mistaken.stderr, "no part of the key printed"
+    nested = tmp_path / "nested.json"
+    nested.write_text("[" * 200_000 + "]" * 200_000)
+    deep = check(str(nested), str(cp))
+    refused(deep, "nested too deeply")
+    assert "Traceback" not in deep.stderr
+    untrusted = ok(check(str(proof_path), str(cp)))
+    assert "all 3 events are in the log" in untrusted
+    said = check(str(proof_path), str(cp)).stderr
+    assert "signed by the key 'kg-audit'" in said and "not said you trust" in said
 
 
 def test_the_offline_checker_imports_no_database_driver() -> None:

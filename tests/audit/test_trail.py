@@ -10,6 +10,7 @@ import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 
@@ -18,9 +19,10 @@ from kg.audit.trail_format import render_trail
 from kg.config import Scope
 from kg.context.service import build_context_graph, parse_request, record_context_usage
 from kg.decisions import RecordedDecision, record_decision
-from kg.errors import NotFoundError
+from kg.errors import NotFoundError, ValidationError
 from kg.events import EventMetadata, NodeAsserted
 from kg.runtime import Runtime
+from tests.support import cli_env, kg
 
 TEXT = "Charge | then ship\nnot the other way"
 
@@ -120,6 +122,26 @@ async def test_session_actor_and_time_window_trails(
         await collect(trail(shop.app_pool, scope, TrailFilter(decision="nope")))
     other = await collect(trail(shop.app_pool, Scope("other", "p"), TrailFilter(actor="bob")))
     assert other == [], "another tenant's trail is its own"
+
+
+async def test_a_trail_of_some_event_types(
+    shop: Runtime, scope: Scope, story: Story, db_url: str, tmp_path: Path
+) -> None:
+    """Issue 30 item 10: `kg audit trail` had no event-type filter."""
+    decided = await collect(
+        trail(shop.app_pool, scope, TrailFilter(event_types=("DecisionRecorded",)))
+    )
+    assert decided and {e.event_type for e in decided} == {"DecisionRecorded"}
+    both = ("DecisionRecorded", "ContextGraphUsed")
+    mixed = await collect(trail(shop.app_pool, scope, TrailFilter(session="s-1", event_types=both)))
+    assert [e.event_type for e in mixed] == ["ContextGraphUsed", "DecisionRecorded"]
+    with pytest.raises(ValidationError, match="--type DecisionMade: no such event type"):
+        await collect(trail(shop.app_pool, scope, TrailFilter(event_types=("DecisionMade",))))
+
+    out = kg("audit", "trail", "--type", "DecisionRecorded", env=cli_env(db_url), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    assert lines and {e["event_type"] for e in lines} == {"DecisionRecorded"}
 
 
 def _time(text: str) -> datetime:

@@ -51,3 +51,28 @@ async def test_the_tree_shows_downstream_steps(shop: Runtime) -> None:
     assert f"SUPERSEDED_BY {replacement.node_id}" in drawn
     shown = {s["id"] for s in lineage.to_dict()["steps"]}
     assert {later.node_id, replacement.node_id} <= shown
+
+
+async def test_the_tree_shows_the_directives_a_decision_followed(runtime: Runtime) -> None:
+    """Issue 30 item 9: a decision recorded with a served directive listed it in informed_by
+    and in the JSON, but no edge led to it, so the tree left it out."""
+    from kg.ingest.service import ingest_paths
+    from kg.rules.service import query_directives
+    from tests.rules.test_query_directives import copy_examples
+
+    copy_examples(runtime.settings.project_root)
+    await ingest_paths(runtime, None)
+    served = await query_directives(
+        runtime, task="add a column to the events table", paths=["migrations/versions/0013_x.py"]
+    )
+    followed = [d["node_id"] for d in served.directives]
+    assert followed, "the task is served its migration rules"
+    decision = await record_decision(
+        runtime, text="Add the column in a migration", context_graph_ids=(served.served_id,),
+        metadata=META,
+    )  # fmt: skip
+
+    lineage = await trace_decision_lineage(runtime, decision.node_id, "upstream", 3)
+    drawn = text_of(_tree(lineage))
+    for node_id in followed:
+        assert f"FOLLOWED {node_id}" in drawn, drawn

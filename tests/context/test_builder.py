@@ -163,7 +163,19 @@ async def test_semantic_mode_uses_matches_as_anchors(shop: Runtime) -> None:
     assert reasons.get("adr:0007", "").startswith("match #")
     assert graph.semantic_anchors and graph.embedder == "hashing-v1-384"
     assert graph.warnings, "the hashing fallback is announced in the result"
+    assert not any("graph is empty" in w for w in graph.warnings)
     assert "VAULT-SECRET" not in json.dumps(graph.to_dict())
+
+
+async def test_a_semantic_build_in_an_empty_project_says_why_it_found_nothing(
+    runtime: Runtime,
+) -> None:
+    """Issue 30 item 10: 0 nodes and no word of why."""
+    graph = await build_context_graph(
+        runtime, parse_request(mode="semantic", task="card payments through the gateway")
+    )
+    assert graph.nodes == ()
+    assert any("graph is empty" in w and "kg ingest" in w for w in graph.warnings)
 
 
 async def test_policy_first_returns_governing_policies_and_only_what_they_allow(

@@ -94,3 +94,45 @@ async def test_lineage_keeps_an_erased_decision_as_a_step_marked_erased(
     step = lineage.steps["decision:77"]
     assert step.details["erased"] is True and step.position is not None
     assert "Jane" not in str(lineage.to_dict())
+
+
+async def test_erasure_refuses_content_that_was_edited_behind_the_logs_back(
+    runtime: Runtime, scope: Scope, db_url: str, tmp_path: Path
+) -> None:
+    """Issue 30 A4: a superuser edits a decision's stored content; `kg audit verify` reports
+    it. `kg erase` (and its dry run) must say so and refuse, not erase the evidence and issue
+    a receipt after which verify says the log is fine."""
+    from kg.events import DecisionRecorded
+
+    await runtime.store.append(
+        scope, "decision:7", [DecisionRecorded(decision_id="7", text="ship", rationale="Jane")]
+    )
+    await runtime.catch_up()
+    await runtime.system_pool.execute("ALTER TABLE kg_event_content DISABLE TRIGGER USER")
+    await runtime.system_pool.execute(
+        "UPDATE kg_event_content SET body = replace(body, 'Jane', 'Bob')"
+    )
+    await runtime.system_pool.execute("ALTER TABLE kg_event_content ENABLE TRIGGER USER")
+    env = cli_env(db_url)
+    before = kg("audit", "verify", env=env, cwd=tmp_path)
+    assert before.returncode != 0 and "content was edited" in before.stdout + before.stderr
+
+    dry = kg("erase", "--node", "decision:7", "--dry-run", env=env, cwd=tmp_path)
+    assert "event 1: its content does NOT match the digest" in dry.stdout, dry.stdout
+    assert "the erasure will be refused" in dry.stdout
+
+    refused = kg(
+        "erase", "--node", "decision:7", "--reason", "GDPR", "--authority", "DPO-1",
+        "-o", str(tmp_path / "receipt.json"), env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "does not match the digest" in refused.stderr and "position(s) 1" in refused.stderr
+    assert not (tmp_path / "receipt.json").exists(), "no receipt for a refused erasure"
+    kept = await runtime.system_pool.fetchval("SELECT count(*) FROM kg_event_content")
+    assert kept == 1, "the edited content (the evidence) is still there"
+    events = await runtime.system_pool.fetchval(
+        "SELECT count(*) FROM kg_events WHERE event_type = 'ContentErased'"
+    )
+    assert events == 0
+    after = kg("audit", "verify", env=env, cwd=tmp_path)
+    assert after.returncode != 0 and "content was edited" in after.stdout + after.stderr

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kg import graph_queries
-from kg.errors import PolicyDeniedError
+from kg.errors import PolicyDeniedError, PolicyFilesError
 from kg.events import EventMetadata
 from kg.governance.explain import explain_node, preview_policy_files
 from kg.governance.sync import apply_policy_files, project_policies
@@ -85,10 +85,11 @@ async def test_a_policy_file_with_an_error_appends_nothing(project: Runtime) -> 
     write(root, ".kg/policies/bad.yaml", "policies:\n  - {id: x, effect: forbid, labels: [a]}\n")
     before = await event_count(project)
 
-    result = await apply_policy_files(project, META)
+    with pytest.raises(PolicyFilesError, match=r"\.kg/policies/bad\.yaml:2: ") as raised:
+        await apply_policy_files(project, META)
 
-    assert result.events == 0 and await event_count(project) == before
-    assert [f"{p.path}:{p.line}" for p in result.problems] == [".kg/policies/bad.yaml:2"]
+    assert await event_count(project) == before
+    assert "nothing new was ingested" in str(raised.value)
 
 
 async def test_a_path_glob_denies_every_node_of_the_files_it_matches(project: Runtime) -> None:

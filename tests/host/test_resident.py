@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -196,3 +196,103 @@ def test_the_git_hooks_run_in_the_warm_host(
     git(root, "commit", "-q", "-am", "refunds are faster")
     log = (root / ".kg/hooks.log").read_text()
     assert log.count("sync: incremental") == 1, log
+
+
+def _host_children(pgdata: Path) -> set[int]:
+    """The processes the warm host (the server's watchdog) forked: the commands it runs."""
+    host = watchdog_pid(pgdata)
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == host:
+            found.add(int(entry.name))
+    return found
+
+
+def _waiting_command(
+    root: Path, env: dict[str, str], preexec: Callable[[], None] | None = None
+) -> tuple[subprocess.Popen[bytes], int]:
+    """A `kg` command that waits on its standard input, run by the warm host; and the pid of
+    the host's child that runs it."""
+    before = _host_children(root / ".kg/pgdata")
+    caller = subprocess.Popen(
+        [sys.executable, "-m", "kg.cli", "rules", "detect", "--diff", "-", "--json"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=root,
+        preexec_fn=preexec,
+    )
+    wait_for(lambda: _host_children(root / ".kg/pgdata") - before, "the host runs the command")
+    (child,) = _host_children(root / ".kg/pgdata") - before
+    return caller, child
+
+
+def test_a_command_dies_with_its_caller(project: tuple[Path, dict[str, str]]) -> None:
+    """Issue 30 A5: `kill -9` of `kg` used to leave the command running in the host (an
+    ingest went on and finished after its client died)."""
+    root, env = project
+    caller, child = _waiting_command(root, env)
+    assert caller.stdin is not None
+    try:
+        caller.kill()
+        caller.wait(timeout=60)
+        wait_for(
+            lambda: not Path(f"/proc/{child}").exists(), "the command ended with its caller", 60
+        )
+    finally:
+        caller.stdin.close()
+
+
+def test_a_command_runs_under_its_callers_ulimits(project: tuple[Path, dict[str, str]]) -> None:
+    """Issue 30 A5: the caller's `ulimit`s did not apply to a command the host ran."""
+    import re
+    import resource
+
+    root, env = project
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (201, hard))
+        resource.setrlimit(resource.RLIMIT_CPU, (3001, resource.RLIM_INFINITY))
+
+    caller, child = _waiting_command(root, env, limited)
+    assert caller.stdin is not None
+    try:
+        limits = Path(f"/proc/{child}/limits").read_text()
+    finally:
+        caller.stdin.close()
+        caller.wait(timeout=60)
+    assert re.search(r"Max open files\s+201\s", limits), limits
+    assert re.search(r"Max cpu time\s+3001\s", limits), limits
+
+
+def test_a_dependency_upgrade_changes_the_code_fingerprint(tmp_path: Path) -> None:
+    """Issue 30 A6: the warm host kept running old dependency code after a dependency was
+    upgraded (its fingerprint covered kg's own files only). pip adds a ``*.dist-info`` folder
+    where it installs; here the dependencies' folder is a PYTHONPATH entry."""
+    deps = tmp_path / "deps"
+    deps.mkdir()
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{deps}"}
+    probe = [
+        sys.executable,
+        "-c",
+        "from kg.host import resident; print(resident.code_fingerprint())",
+    ]
+
+    def fingerprint() -> str:
+        done = subprocess.run(probe, env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    before = fingerprint()
+    assert fingerprint() == before, "stable while nothing changes"
+    (deps / "somelib-2.0.dist-info").mkdir()  # pip upgraded somelib
+    assert fingerprint() != before

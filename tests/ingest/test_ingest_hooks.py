@@ -134,6 +134,31 @@ async def test_post_commit_detaches_above_the_threshold(
     assert await documents(system_pool, scope) == {"document:docs/a.md", "document:docs/b.md"}
 
 
+def test_the_background_sync_runs_at_low_cpu_priority(tmp_path: Path, db_url: str) -> None:
+    """Issue 30 item 10: background sync ran at normal CPU priority. The test holds the
+    project's sync lock, so the background sync waits for it long enough to be looked at."""
+    import fcntl
+    import os
+    import re
+
+    from kg.cli.hook_runner import BACKGROUND_NICE
+
+    repo = Repo(tmp_path, kg_env(db_url))
+    assert install(repo, "--background-above", "0").returncode == 0
+    repo.write("docs/a.md", "# A\n")
+    (tmp_path / ".kg").mkdir(exist_ok=True)
+    with (tmp_path / ".kg/sync.lock").open("a") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        assert commit(repo).returncode == 0
+        log = (tmp_path / ".kg/hooks.log").read_text()
+        found = re.search(r"background sync is pid (\d+)", log)
+        assert found, log
+        stat = Path(f"/proc/{found.group(1)}/stat").read_text()
+        nice = int(stat.rsplit(")", 1)[1].split()[16])
+        fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+    assert nice == min(os.nice(0) + BACKGROUND_NICE, 19)  # 19: the lowest priority there is
+
+
 def test_install_keeps_foreign_hooks_unless_forced(tmp_path: Path, db_url: str) -> None:
     repo = Repo(tmp_path, kg_env(db_url))
     mine = tmp_path / ".git/hooks/pre-commit"

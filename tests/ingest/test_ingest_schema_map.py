@@ -53,6 +53,7 @@ def test_default_section_typing_by_heading() -> None:
 
 CUSTOM = r"""
 version: 1
+include_defaults: false
 requirement_prefixes: [REQ]
 rules:
   - type: Runbook
@@ -90,6 +91,20 @@ def test_include_defaults_appends_builtin_rules(tmp_path: Path, write: Writer) -
     schema = load_schema_map(tmp_path)
     assert schema.document_type("docs/prd.md", {}) == "Spec"  # custom rules come first
     assert schema.document_type("docs/adr/1.md", {}) == "ADR"
+
+
+def test_a_map_adds_to_the_builtin_typing_unless_it_says_otherwise(
+    tmp_path: Path, write: Writer
+) -> None:
+    """Issue 30 item 8: adding `rules:` turned PRD/ADR/Epic/Story/Rule documents into plain
+    Documents until `include_defaults: true` was added."""
+    write(".kg/schema.yaml", "rules:\n  - type: Runbook\n    paths: ['ops/**']\n")
+    schema = load_schema_map(tmp_path)
+    assert schema.document_type("ops/restart.md", {}) == "Runbook"
+    assert schema.document_type("docs/adr/1.md", {}) == "ADR"
+    assert schema.document_type("docs/stories/login.md", {}) == "Story"
+    write(".kg/schema.yaml", "labels:\n  - paths: ['docs/legal/**']\n    labels: [secret]\n")
+    assert load_schema_map(tmp_path).document_type("docs/prd.md", {}) == "PRD"
 
 
 def test_no_schema_file_gives_the_default(tmp_path: Path) -> None:

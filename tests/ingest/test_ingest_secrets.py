@@ -17,12 +17,14 @@ AWS_KEY = "AKIA" + "Q3EXAMPLE7KGTEST"
 GITHUB = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 PASSWORD_LINE = 'db_password = "' + "Zx8#qLm2!vR9tW4pK7" + '"'
 PEM = "-----BEGIN " + "RSA PRIVATE KEY-----"
+KEY_BODY = "MIIEowIBAAKCAQEAw1" + "x" * 46
 
 
 def test_each_rule_names_file_line_and_rule_never_the_secret() -> None:
     text = "\n".join(
-        ["# Setup", f"key id {AWS_KEY}", f"token: {GITHUB}", PASSWORD_LINE, PEM, "plain prose"]
-    )
+        ["# Setup", f"key id {AWS_KEY}", f"token: {GITHUB}", PASSWORD_LINE, PEM, KEY_BODY,
+         "plain prose"]
+    )  # fmt: skip
     findings = scan_text("docs/setup.md", text)
     assert [(f.line, f.rule) for f in findings] == [
         (2, "aws-access-key-id"),
@@ -35,6 +37,20 @@ def test_each_rule_names_file_line_and_rule_never_the_secret() -> None:
         assert message.startswith(f"docs/setup.md:{f.line}: possible secret ({f.rule})")
         for secret in (AWS_KEY, GITHUB, "Zx8#qLm2", AWS_KEY[:8]):
             assert secret not in message
+
+
+def test_a_private_key_header_without_a_key_is_a_placeholder_not_a_secret() -> None:
+    """Issue 30 item 10: docs and templates show where a key goes."""
+    end = "-----END " + "RSA PRIVATE KEY-----"
+    for text in (
+        f"Paste yours:\n\n{PEM}\n...\n{end}\n",
+        f"Paste yours:\n\n{PEM}\n<your key here>\n{end}\n",
+        f"A header alone: {PEM}\n\nthen prose.\n",
+        f'{{"private_key": "{PEM}\\n<key>\\n{end}"}}',
+    ):
+        assert scan_text("docs/setup.md", text) == [], text
+    inline = f'{{"private_key": "{PEM}\\n{KEY_BODY}\\n{end}"}}'
+    assert [f.rule for f in scan_text("creds.json", inline)] == ["private-key"]
 
 
 def test_prose_and_low_entropy_assignments_are_not_secrets() -> None:

@@ -296,7 +296,8 @@ async def test_a_schema_map_change_retypes_files_whose_content_did_not_change(
 ) -> None:
     project(tmp_path)
     await ingest_paths(runtime, [tmp_path])
-    write(tmp_path, {"kg-schema.yaml": "rules:\n  - type: Spec\n    paths: ['docs/**']\n"})
+    map_ = "include_defaults: false\nrules:\n  - type: Spec\n    paths: ['docs/**']\n"
+    write(tmp_path, {"kg-schema.yaml": map_})
     report = await ingest_paths(runtime, [tmp_path])
     assert len(report.changed) == 3
     graph = await nodes(system_pool, scope)

@@ -64,6 +64,11 @@ async def test_an_agent_gets_the_rules_for_its_files_as_a_checklist_over_stdio(
         bad = await call(session, "query_directives", task="x", layer="Kitchen")
         assert "layer 'Kitchen' is unknown" in error_text(bad)
 
+        # Issue 30 item 10: nothing to detect from is an error, not a guess about nothing.
+        for blank in ({}, {"task": "   "}):
+            nothing = await call(session, "detect_context", **blank)
+            assert "needs something to detect from" in error_text(nothing)
+
 
 async def test_query_directives_over_http(db_url: str, tmp_path: Path) -> None:
     project = rules_project(tmp_path)

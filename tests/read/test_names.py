@@ -100,3 +100,37 @@ async def test_anchors_may_be_names_and_the_log_records_the_id(billing: Runtime)
         "SELECT payload->'request'->'anchors' FROM kg_events WHERE event_type = 'ContextGraphBuilt'"
     )
     assert logged == ["apiobject:subscription"]
+
+
+async def test_paths_and_requirement_ids_name_nodes_for_anchors_and_references(
+    billing: Runtime, tmp_path: Path
+) -> None:
+    """Issue 30 item 7: `kg inspect` took `docs/prd.md` and `FR1`, context-build anchors and
+    decision references refused both. Every tool resolves references in one place."""
+    from kg.decisions import record_decision
+
+    (tmp_path / "docs/prd.md").write_text("# PRD\n\n## Billing\n\nFR1 bills monthly.\n")
+    await ingest_paths(billing, [tmp_path / "docs/prd.md"])
+
+    graph = await build_context_graph(
+        billing, parse_request(anchors=["docs/billing.md", "FR1", "docs/prd.md#billing"])
+    )
+    anchors = {n.node_id for n in graph.nodes if n.reason == "anchor"}
+    assert anchors == {
+        "document:docs/billing.md", "requirement:FR-1", "section:docs/prd.md#billing"
+    }  # fmt: skip
+    decided = await record_decision(
+        billing, text="Bill monthly", references=["docs/prd.md", "fr-1", "Subscription"]
+    )
+    import json
+
+    payload = await billing.system_pool.fetchval(
+        "SELECT payload::text FROM kg_events WHERE position = $1", decided.position
+    )
+    assert set(json.loads(payload)["references"]) == {
+        "document:docs/prd.md", "requirement:FR-1", "apiobject:subscription"
+    }  # fmt: skip
+    with pytest.raises(NotFoundError, match=r"docs/nope\.md"):
+        await build_context_graph(billing, parse_request(anchors=["docs/nope.md"]))
+    with pytest.raises(NotFoundError, match=r"docs/nope\.md"):
+        await record_decision(billing, text="x", references=["docs/nope.md"])
