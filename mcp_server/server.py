@@ -48,7 +48,7 @@ from kg.events.base import describe_validation_error
 from kg.host.database import open_runtime
 from kg.runtime import Runtime
 from kg.validation import bounded
-from mcp_server import logs, resources
+from mcp_server import logs, prompts, resources
 from mcp_server.memory_tools import memory_tools
 from mcp_server.notifications import ResourceWatch, watching
 from mcp_server.state import AppState, KgContext, runtime_of
@@ -57,11 +57,19 @@ from mcp_server.tools import kg_tools
 from mcp_server.unreadable import answer_unreadable
 
 INSTRUCTIONS = """\
-Project knowledge (specs, ADRs, components, policies, past decisions) as a graph with an audit
-trail. Typical turn: build_context_graph (anchors you know, or a task text) -> read its
-rendering -> record_context_usage for the tool call that relied on it -> record_decision with
-the context_graph_ids that informed it -> trace_decision_lineage to explain a decision later.
-Use query_knowledge_graph to find node ids, get_entity_neighbors and find_path to explore.
+Project knowledge (specs, ADRs, components, policies, rules, past decisions) as a graph with an
+audit trail. When to call what:
+- Starting a task, or touching files: query_directives (task text + the files in play, or a
+  diff) for the project's rules that apply (MUST first, with file:line); detect_context shows
+  the layer/topics it detected.
+- Before editing or deciding: build_context_graph (anchors you know, or a task text) and read
+  its rendering; query_knowledge_graph finds node ids to anchor on; get_node gives one node in
+  full; get_entity_neighbors and find_path explore.
+- After relying on a context graph: record_context_usage for that tool call; when you make a
+  choice others should know: record_decision with the context_graph_ids that informed it.
+- Explaining a decision later: trace_decision_lineage (its result embeds the decision's kg://
+  page). Specs changed on disk: ingest_markdown (reports progress); lint_graph checks links.
+Prompts: rules_for_task, context_for_task, review_decision_lineage. Resources: kg://graph.
 Policies may exclude or redact nodes; counts say how many, never what. A policy may also refuse
 a tool call to this client: the error names the policy; ask a person to change it."""
 
@@ -234,6 +242,7 @@ def create_server(
         tools=kg_tools() + (memory_tools() if memory_compat else []),
     )
     resources.register(server)
+    prompts.register(server)
     lowlevel = server._lowlevel_server
     lowlevel.add_request_handler("completion/complete", CompleteRequestParams, server._complete)
     lowlevel.add_request_handler("logging/setLevel", SetLevelRequestParams, logs.set_level)

@@ -15,10 +15,17 @@ import uuid
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver.tools import Tool
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import (
+    CallToolResult,
+    EmbeddedResource,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+    ToolAnnotations,
+)
 from pydantic import BaseModel, Field
 
-from kg import decisions, graph_queries, lineage
+from kg import browse, decisions, graph_queries, lineage
 from kg.context import service
 from kg.context.request import (
     DEFAULT_MAX_CONTENT_CHARS,
@@ -53,6 +60,7 @@ from mcp_server.models import (
     SearchOut,
     inline_refs,
 )
+from mcp_server.resources import MARKDOWN, uri_of
 from mcp_server.state import KgContext, guard, metadata_of, runtime_of
 
 # Every string argument is bounded and storable (no NUL, no lone surrogate: kg.validation),
@@ -270,8 +278,19 @@ async def trace_decision_lineage(
     between them, each step with the log position, time and actor that created it."""
     target = decision_id if decision_id.startswith("decision:") else f"decision:{decision_id}"
     await guard(ctx, "trace_decision_lineage", [target])
-    traced = await lineage.trace_decision_lineage(runtime_of(ctx), decision_id, direction, depth)
-    return structured(LineageOut.model_validate(traced.to_dict()))
+    rt = runtime_of(ctx)
+    traced = await lineage.trace_decision_lineage(rt, decision_id, direction, depth)
+    result = structured(LineageOut.model_validate(traced.to_dict()))
+    # The decision's own kg:// page (what it says, what informed it), embedded so that a client
+    # can show it (or keep it as context) without a resources/read round trip.
+    page = await browse.render(rt, target, lambda node_id, _type, labels: uri_of(node_id, labels))
+    result.content.append(
+        EmbeddedResource(
+            type="resource",
+            resource=TextResourceContents(uri=uri_of(target), mime_type=MARKDOWN, text=page),
+        )
+    )
+    return result
 
 
 async def query_knowledge_graph(
@@ -302,7 +321,13 @@ async def get_node(
     await guard(ctx, "get_node", [node_id])
     found = await graph_queries.get_node(runtime_of(ctx), node_id)
     title = found.breadcrumb or found.name
-    return structured(found, f"# {title} ({found.node_id})\n\n{found.content}\n")
+    result = structured(found, f"# {title} ({found.node_id})\n\n{found.content}\n")
+    # Where the node's page lives, with its links to neighbours (resources/read).
+    link = ResourceLink(
+        type="resource_link", uri=uri_of(found.node_id), name=found.node_id, mime_type=MARKDOWN
+    )
+    result.content.append(link)
+    return result
 
 
 async def get_entity_neighbors(
