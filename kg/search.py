@@ -19,6 +19,7 @@ from kg.db.tenancy import tenant_transaction
 from kg.embeddings.base import EmbeddingProvider
 from kg.embeddings.cache import query_vector
 from kg.errors import ValidationError
+from kg.telemetry import traced
 
 SearchMode = Literal["fulltext", "semantic", "hybrid"]
 MODES: tuple[str, ...] = ("fulltext", "semantic", "hybrid")
@@ -225,6 +226,7 @@ async def search(
     return SearchResult(mode, hits, embedder.model_id if vector and embedder else None, warnings)
 
 
+@traced("kg.search")
 async def search_in_transaction(
     conn: asyncpg.Connection,
     scope: Scope,

@@ -7,6 +7,7 @@ before anything is served, so each shell prints one line and exits 1.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 from typing import cast
 
@@ -23,6 +24,7 @@ async def serve(
     token: str | None = None,
     log_level: str = "WARNING",
     memory_compat: bool = False,
+    metrics: bool = False,
 ) -> None:
     # Imported here: the SDK and uvicorn are not needed before the options are checked.
     from mcp_server.transports import (
@@ -40,6 +42,10 @@ async def serve(
         )
     if not http and (host is not None or port is not None):
         raise ValidationError("--host and --port apply to the HTTP transport: add --http")
+    if metrics and not http:
+        raise ValidationError(
+            "--metrics serves /metrics over HTTP: add --transport http (or --http)"
+        )
     bind_host = host or DEFAULT_HOST
     bind_port = DEFAULT_PORT if port is None else port
     if not 0 < bind_port < 65536:
@@ -53,8 +59,16 @@ async def serve(
 
     # Opened here rather than in the server's lifespan so that a database problem is a
     # one-line error and exit 1, not a traceback from inside the transport.
-    async with open_runtime() as rt:
-        server = create_server(rt, log_level=cast(LogLevel, level), memory_compat=memory_compat)
+    async with open_runtime() as rt, contextlib.AsyncExitStack() as stack:
+        measured = None
+        if metrics:
+            from mcp_server.metrics import Metrics, spans_recorded
+
+            measured = Metrics(rt)
+            stack.enter_context(spans_recorded(rt.settings.state_dir))
+        server = create_server(
+            rt, log_level=cast(LogLevel, level), memory_compat=memory_compat, metrics=measured
+        )
         # What start-up loaded (the SDK, its pydantic schemas, the runtime: ~100k objects)
         # lives as long as the process. Frozen, it is no longer rescanned by the collector's
         # full passes, which the allocations of large results trigger now and then and which

@@ -15,7 +15,7 @@ import logging
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import anyio
 import pydantic
@@ -56,6 +56,9 @@ from mcp_server.stdio import StdinLines
 from mcp_server.tools import kg_tools
 from mcp_server.unreadable import answer_unreadable
 
+if TYPE_CHECKING:
+    from mcp_server.metrics import Metrics
+
 INSTRUCTIONS = """\
 Project knowledge (specs, ADRs, components, policies, rules, past decisions) as a graph with an
 audit trail. When to call what:
@@ -88,8 +91,23 @@ class KgMCPServer(MCPServer[AppState]):
     """``MCPServer`` whose tool errors read like the CLI's: the product's own message for a
     :class:`KgError`, and field-by-field reasons for arguments that fail the input schema."""
 
+    #: Prometheus metrics and spans of the tool calls (``--metrics``), else None
+    metrics: Metrics | None = None
+
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: KgContext | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        if self.metrics is None:
+            return await self._call_tool(name, arguments, context)
+        async with self.metrics.tool_call(name) as outcome:
+            result = await self._call_tool(name, arguments, context)
+            if isinstance(result, CallToolResult):
+                outcome["is_error"] = result.is_error
+                outcome["structured"] = result.structured_content
+            return result
+
+    async def _call_tool(
+        self, name: str, arguments: dict[str, Any], context: KgContext | None
     ) -> CallToolResult | InputRequiredResult:
         try:
             return await super().call_tool(name, arguments, context)
@@ -201,6 +219,7 @@ def create_server(
     *,
     log_level: LogLevel = "WARNING",
     memory_compat: bool = False,
+    metrics: Metrics | None = None,
 ) -> KgMCPServer:
     """The kg MCP server. Without ``runtime``, the lifespan opens one from the environment and
     closes it at shutdown; with one (the CLI opens it first, to report a bad database as a
@@ -241,6 +260,7 @@ def create_server(
         log_level=log_level,
         tools=kg_tools() + (memory_tools() if memory_compat else []),
     )
+    server.metrics = metrics
     resources.register(server)
     prompts.register(server)
     lowlevel = server._lowlevel_server

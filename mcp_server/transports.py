@@ -13,6 +13,7 @@ from starlette.types import ASGIApp
 
 from kg.errors import ConfigurationError
 from mcp_server.auth import BearerTokenMiddleware
+from mcp_server.metrics import METRICS_PATH, MetricsApp
 from mcp_server.server import KgMCPServer
 from mcp_server.stdio import StdinLines
 
@@ -44,7 +45,9 @@ def check_binding(host: str, token: str | None) -> None:
 def http_app(server: KgMCPServer, *, host: str, token: str | None) -> ASGIApp:
     """The streamable-HTTP app at ``/mcp`` (DNS-rebinding protection on for loopback hosts),
     behind the bearer-token check when a token is configured."""
-    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    app: ASGIApp = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    if server.metrics is not None:
+        app = MetricsApp(app, server.metrics)
     return BearerTokenMiddleware(app, token) if token else app
 
 
@@ -76,6 +79,8 @@ async def serve_http(
     shown = f"[{host}]" if ":" in host else host
     auth = "bearer token required" if token else "no token: loopback only"
     banner = f"kg mcp: streamable HTTP on http://{shown}:{port}{MCP_PATH} ({auth})"
+    if server.metrics is not None:
+        banner += f"; Prometheus metrics on http://{shown}:{port}{METRICS_PATH}"
     # uvicorn shuts down gracefully on SIGINT/SIGTERM, then raises the signal again for the
     # handler it found. Let that be a no-op, so the process goes on to close the Runtime and
     # exit normally instead of dying before its cleanup.

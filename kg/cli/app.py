@@ -99,7 +99,7 @@ COMMANDS: dict[str, Lazy] = {
     ),
     "mcp": Lazy(
         "kg.cli.mcp_command",
-        "mcp",
+        "mcp_app",
         "Serve the MCP tools (build_context_graph, record_decision, ...) to an agent.",
     ),
     "ingest": Lazy(

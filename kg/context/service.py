@@ -21,6 +21,7 @@ from kg.events.base import describe_validation_error
 from kg.read.code_anchors import is_code_location, resolve_code_anchors
 from kg.read.reader import Reader, Snapshot
 from kg.runtime import Runtime
+from kg.telemetry import traced
 from kg.validation import MAX_ID_CHARS, check_text, check_texts, clip
 
 
@@ -117,6 +118,7 @@ async def resolve_anchors(rt: Runtime, request: ContextRequest) -> ContextReques
     return request.model_copy(update={"anchors": anchors})
 
 
+@traced("kg.context.build")
 async def build_context_graph(
     rt: Runtime, request: ContextRequest, metadata: EventMetadata | None = None
 ) -> ContextGraph:

@@ -16,6 +16,7 @@ import orjson
 
 from kg.embeddings.base import EmbeddingProvider
 from kg.errors import EmbeddingError
+from kg.telemetry import embeddings_queued
 
 INDEX_DIMENSIONS = 384
 _MAX_EMBED_CHARS = 4000
@@ -114,16 +115,23 @@ async def ensure_cached(
         return 0
     # Longest first, so each chunk holds texts of similar length (little padding).
     missing.sort(key=lambda h: -len(texts[h]))
-    for start in range(0, len(missing), EMBED_CHUNK):
-        chunk = missing[start : start + EMBED_CHUNK]
-        vectors = await asyncio.to_thread(provider.embed, [texts[h] for h in chunk])
-        if len(vectors) != len(chunk):
-            raise EmbeddingError(
-                f"{provider.model_id} returned {len(vectors)} vectors for {len(chunk)} texts"
-            )
-        await _insert_vectors(conn, provider.model_id, chunk, vectors)
-        if on_embedded is not None:
-            on_embedded(len(chunk))
+    embeddings_queued(len(missing))  # what /metrics shows as the embedder queue
+    left = len(missing)
+    try:
+        for start in range(0, len(missing), EMBED_CHUNK):
+            chunk = missing[start : start + EMBED_CHUNK]
+            vectors = await asyncio.to_thread(provider.embed, [texts[h] for h in chunk])
+            embeddings_queued(-len(chunk))
+            left -= len(chunk)
+            if len(vectors) != len(chunk):
+                raise EmbeddingError(
+                    f"{provider.model_id} returned {len(vectors)} vectors for {len(chunk)} texts"
+                )
+            await _insert_vectors(conn, provider.model_id, chunk, vectors)
+            if on_embedded is not None:
+                on_embedded(len(chunk))
+    finally:
+        embeddings_queued(-left)
     return len(missing)
 
 

@@ -44,6 +44,7 @@ from kg.events.hashing import (
 from kg.events.recent import RecentEvents
 from kg.gc_pause import collector_paused
 from kg.json_text import decode_json
+from kg.telemetry import traced
 
 NOTIFY_CHANNEL = "kg_events"
 MAX_BATCH = 50_000
@@ -310,6 +311,7 @@ class EventStore:
         )
         return result
 
+    @traced("kg.append")
     async def append_many(
         self,
         scope: Scope,

@@ -72,6 +72,8 @@ NO_GRAPH_CONTENT = {
     "projections catch-up", "projections rebuild", "projections run", "context use", "mcp",
     "ingest", "sync", "lint", "new", "hooks install", "audit verify", "audit replay",
     "audit context", "server status", "server stop",
+    # The client configuration: the interpreter, the project root and scope variables.
+    "mcp config",
     # The reviewer's export of the log as recorded (system role); it is not a graph read and
     # policies govern what agents are given, not what the audit trail holds.
     "audit trail",
