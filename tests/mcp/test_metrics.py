@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -73,18 +75,14 @@ async def test_a_scrape_after_tool_calls_shows_them(
     assert by_name["kg.append"] and by_name["kg.search"]
 
 
-async def test_metrics_need_the_http_transport(db_url: str, tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    done = subprocess.run(
-        [sys.executable, "-m", "kg.cli", "mcp", "--metrics"],
-        env=server_env(db_url), cwd=tmp_path, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert done.returncode == 1
-    assert "--metrics serves /metrics over HTTP: add --transport http" in done.stderr
-    error = subprocess.run(
-        [sys.executable, "-m", "kg.cli", "mcp", "--transport", "tcp"],
-        env=server_env(db_url), cwd=tmp_path, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert error.returncode == 1 and "--transport 'tcp' is unknown" in error.stderr
+def test_metrics_need_the_http_transport(tmp_path: Path) -> None:
+    env = server_env("postgresql://nobody@127.0.0.1:1/unused")  # refused before it is opened
+    for args, message in [
+        (["--metrics"], "--metrics serves /metrics over HTTP: add --transport http"),
+        (["--transport", "tcp"], "--transport 'tcp' is unknown: use stdio or http"),
+    ]:
+        done = subprocess.run(
+            [sys.executable, "-m", "kg.cli", "mcp", *args],
+            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 1 and message in done.stderr, done.stderr
