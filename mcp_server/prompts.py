@@ -14,24 +14,47 @@ policy checks as the tools, so a prompt never shows what a tool would not:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+import functools
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Annotated, ParamSpec
 
 from mcp.server.mcpserver.prompts.base import AssistantMessage, Message, UserMessage
-from mcp_types import EmbeddedResource, TextResourceContents
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, EmbeddedResource, TextResourceContents
 from pydantic import Field
 
 from kg import browse, lineage
 from kg.context import service
+from kg.errors import KgError
 from kg.rules import service as directives
+from kg.validation import bounded
 from mcp_server import resources
 from mcp_server.state import AppState, KgContext, guard, metadata_of, runtime_of
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
+P = ParamSpec("P")
 Task = Annotated[str, Field(min_length=1, max_length=4000, description="The task, in a sentence")]
 
 
+def _said(
+    fn: Callable[P, Awaitable[list[Message]]],
+) -> Callable[P, Awaitable[list[Message]]]:
+    """The product's own message for a :class:`KgError` (an unknown decision, a refusing
+    policy): the SDK would otherwise answer only "Error rendering prompt"."""
+
+    @functools.wraps(fn)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> list[Message]:
+        try:
+            return await fn(*args, **kwargs)
+        except KgError as error:
+            raise MCPError(code=INVALID_PARAMS, message=bounded(str(error))) from None
+
+    return wrapper
+
+
+@_said
 async def rules_for_task(
     task: Task,
     ctx: KgContext,
@@ -53,6 +76,7 @@ async def rules_for_task(
     ]
 
 
+@_said
 async def context_for_task(task: Task, ctx: KgContext) -> list[Message]:
     await guard(ctx, "build_context_graph")
     rt = runtime_of(ctx)
@@ -70,6 +94,7 @@ async def context_for_task(task: Task, ctx: KgContext) -> list[Message]:
     ]
 
 
+@_said
 async def review_decision_lineage(
     decision_id: Annotated[
         str, Field(min_length=1, max_length=300, description="'decision:...' or its bare id")

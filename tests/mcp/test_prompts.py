@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 from mcp_types import EmbeddedResource, ResourceLink, TextContent, TextResourceContents
 
 from kg.runtime import Runtime
@@ -72,6 +74,10 @@ async def test_review_prompt_and_lineage_embed_the_decision_page(shop: Runtime) 
         links = [c for c in node.content if isinstance(c, ResourceLink)]
         assert [str(link.uri) for link in links] == ["kg://nodes/adr%3A0007"]
         assert (await client.read_resource(links[0].uri)).contents
+
+        with pytest.raises(MCPError) as missing:
+            await client.get_prompt("review_decision_lineage", {"decision_id": "nope"})
+        assert "decision:nope" in str(missing.value) and "not found" in str(missing.value)
 
         context = await client.get_prompt("context_for_task", {"task": "checkout payments"})
         body = texts(list(context.messages))
