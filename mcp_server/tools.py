@@ -175,6 +175,8 @@ async def build_context_graph(
         include_superseded=include_superseded, session_id=session_id, task_id=task_id,
     )  # fmt: skip
     graph = await service.build_context_graph(rt, request, metadata_of(ctx, session_id))
+    for warning in graph.warnings:  # also in the result; a client's log shows them too
+        await log(ctx, "warning", warning)
     # to_dict() is already the output model's shape (tests/mcp checks it against the schema);
     # validating 128 nodes into pydantic models again only to dump them cost ~7 ms a call.
     return structured(graph.to_dict(), f"{graph.rendering}\n{_summary(graph)}\n")

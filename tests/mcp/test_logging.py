@@ -72,3 +72,15 @@ async def test_ingest_reports_progress_to_a_client_that_asks(
             )
         )
     assert seen == [(2, 2, "2 of 2 changed files written")]
+
+
+async def test_a_context_builds_warnings_are_logged_too(shop: Runtime) -> None:
+    heard: list[LoggingMessageNotificationParams] = []
+
+    async def listen(params: LoggingMessageNotificationParams) -> None:
+        heard.append(params)
+
+    async with Client(create_server(shop), log_level="info", logging_callback=listen) as client:
+        graph = ok(await client.call_tool("build_context_graph", {"task": "card payments"}))
+    assert graph["warnings"], "the hashing embedder is a fallback, and says so"
+    assert [(m.level, m.data) for m in heard] == [("warning", w) for w in graph["warnings"]]
