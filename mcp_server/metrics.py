@@ -67,26 +67,41 @@ class Metrics:
             "kg_embedder_queue_texts", "Texts waiting for the embedder in this process", registry=r
         )
         queue.set_function(lambda: float(embed_queue()))
+        self._children: dict[str, tuple[Any, Any, Any, Any]] = {}
 
     @contextlib.asynccontextmanager
     async def tool_call(self, tool: str) -> AsyncIterator[dict[str, Any]]:
         """Time one call, in a span; the caller puts the result in the yielded dict."""
+        calls, errors, duration, served = self._of(tool)
         outcome: dict[str, Any] = {}
         started = time.perf_counter()
-        self.calls.labels(tool).inc()
+        calls.inc()
         try:
             with span("mcp.tool", **{"mcp.tool.name": tool}):
                 yield outcome
         except BaseException:
-            self.errors.labels(tool).inc()
+            errors.inc()
             raise
         finally:
-            self.duration.labels(tool).observe(time.perf_counter() - started)
+            duration.observe(time.perf_counter() - started)
         if outcome.get("is_error"):
-            self.errors.labels(tool).inc()
+            errors.inc()
         tokens = served_tokens(outcome.get("structured"))
         if tokens:
-            self.tokens.labels(tool).inc(tokens)
+            served.inc(tokens)
+
+    def _of(self, tool: str) -> tuple[Any, Any, Any, Any]:
+        """One tool's labelled series, looked up once (``labels()`` takes a lock and costs
+        as much as the increment itself)."""
+        found = self._children.get(tool)
+        if found is None:
+            found = self._children[tool] = (
+                self.calls.labels(tool),
+                self.errors.labels(tool),
+                self.duration.labels(tool),
+                self.tokens.labels(tool),
+            )
+        return found
 
     async def scrape(self) -> bytes:
         """The exposition text, with the projections' lag read now."""
