@@ -95,8 +95,9 @@ def command_names() -> set[str]:
 
     def walk(command: Any, prefix: str) -> None:
         subcommands = getattr(command, "commands", None)
+        if not subcommands or getattr(command, "invoke_without_command", False):
+            names.add(prefix)  # a command, or a group that also runs alone (`kg mcp`)
         if not subcommands:
-            names.add(prefix)
             return
         for name, sub in subcommands.items():
             walk(sub, f"{prefix} {name}")
