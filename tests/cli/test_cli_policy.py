@@ -74,6 +74,8 @@ NO_GRAPH_CONTENT = {
     "audit context", "server status", "server stop",
     # The client configuration: the interpreter, the project root and scope variables.
     "mcp config",
+    # Table and function names it distributes across a Citus cluster.
+    "db distribute",
     # The reviewer's export of the log as recorded (system role); it is not a graph read and
     # policies govern what agents are given, not what the audit trail holds.
     "audit trail",
