@@ -88,7 +88,8 @@ async def watch_project(
     debounce_ms: int = DEBOUNCE_MS,
     step_ms: int = STEP_MS,
 ) -> None:
-    """Run a whole pass, then one pass per batch of saves until ``stop`` is set.
+    """Start watching, run a whole pass, then one pass per batch of saves until ``stop`` is
+    set.
 
     ``on_pass`` gets each pass's report; a pass that fails with a :class:`KgError` (a policy
     refusing the actor, a malformed schema map, a conflict) goes to ``on_error`` (default:
@@ -115,13 +116,29 @@ async def watch_project(
             if done is not None:
                 await done
 
-    await run(None)
-    async for changes in watchfiles.awatch(
+    batches = watchfiles.awatch(
         root,
         watch_filter=watch_filter,
         debounce=debounce_ms,
         step=step_ms,
         stop_event=stop,
         ignore_permission_denied=True,
-    ):
-        await run(batch_paths(root, (path for _, path in changes)))
+    )
+    # The watcher starts (synchronously, in the generator's first step) before the first pass,
+    # and keeps what changes meanwhile: a save during the pass is not lost.
+    pending = asyncio.ensure_future(batches.__anext__())
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    try:
+        await run(None)
+        while True:
+            try:
+                changes = await pending
+            except StopAsyncIteration:
+                return
+            await run(batch_paths(root, (path for _, path in changes)))
+            pending = asyncio.ensure_future(batches.__anext__())
+    finally:
+        if not pending.done():
+            pending.cancel()
+        await batches.aclose()

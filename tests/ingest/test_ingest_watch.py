@@ -54,8 +54,7 @@ async def watching(
             task.result()
         return bool(reports)
 
-    await eventually(first_pass, "the first pass")
-    await asyncio.sleep(0.3)  # the watcher is set up right after the first pass
+    await eventually(first_pass, "the first pass")  # watching began before it
     yield repo, reports
     stop.set()
     await asyncio.wait_for(task, DEADLINE)
