@@ -63,6 +63,11 @@ def watch(
 
     try:
         asyncio.run(go())
-    except KgError as error:
+    except Exception as exc:  # a lost database ends the watch with one clear line
+        from kg.db.lost import as_unavailable
+
+        error = exc if isinstance(exc, KgError) else as_unavailable(exc)
+        if error is None:
+            raise
         on_error(error)
         raise typer.Exit(1) from None
