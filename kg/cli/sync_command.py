@@ -87,7 +87,7 @@ def sync_worktree(max_bytes: int = DEFAULT_MAX_BYTES) -> int:
         part is not None and part.failed
         for part in (report.committed.ingest if report.committed else None, report.ingest)
     )
-    return 1 if report.refused or failed else 0
+    return 1 if failed else 0
 
 
 def main(full: bool, max_bytes: int = DEFAULT_MAX_BYTES, *, worktree: bool = False) -> int:

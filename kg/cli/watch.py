@@ -43,7 +43,7 @@ def watch(
 
     def on_pass(report: WorktreeReport) -> None:
         changed = report.ingest is not None and report.ingest.events > 0
-        if quiet and not changed and not report.refused and not report.all_problems:
+        if quiet and not changed and not report.all_problems:
             return
         stamp = datetime.now().strftime("%H:%M:%S")
         console.print(f"{stamp} {report.summary()}", markup=False)

@@ -13,9 +13,11 @@ The files a pass found differing are kept in ``.kg/sync-state.json``, and the ne
 looks at them again: an edit reverted (``git checkout -- FILE``) or a deleted file restored no
 longer shows in ``git status``, yet the graph still holds the edit or lacks the file.
 
-Policy files go first, as in ``kg sync``; unlike ``kg sync``, a pass ingests nothing while a
-policy file has an error: a watcher runs unattended, and a file saved while the policy that
-hides it is half-written must not reach the graph ungoverned.
+Policy files go first, as in ``kg sync``, and while one has an error a pass ingests nothing
+and raises :class:`~kg.errors.PolicyFilesError` (fail closed): a watcher runs unattended, and
+a file saved while the policy that hides it is half-written must not reach the graph
+ungoverned. ``kg watch`` prints the error and goes on watching; the save that fixes the
+policy file makes the next pass.
 """
 
 from __future__ import annotations
@@ -50,23 +52,15 @@ from kg.progress import NO_PROGRESS, Progress
 @dataclass
 class WorktreeReport:
     """What one pass did: the commit sync it ran first (if any), the working-tree files it
-    looked at and what ingesting them appended; ``refused`` when a policy file has an error
-    (``problems`` names them) and nothing was ingested."""
+    looked at and what ingesting them appended."""
 
     committed: SyncReport | None = None
     paths: list[str] = field(default_factory=list)
     rescanned: bool = False
     ingest: IngestReport | None = None
     policies: str = ""
-    refused: bool = False
-    problems: list[ParseProblem] = field(default_factory=list)
 
     def summary(self) -> str:
-        if self.refused:
-            return (
-                f"nothing ingested: {len(self.problems)} problem(s) in the policy files "
-                "(fix them; `kg lint` names them)"
-            )
         parts: list[str] = []
         if self.committed is not None and self.committed.mode != "up to date":
             parts.append(f"commit: {self.committed.summary()}")
@@ -81,7 +75,7 @@ class WorktreeReport:
 
     @property
     def all_problems(self) -> list[ParseProblem]:
-        found = list(self.problems)
+        found: list[ParseProblem] = []
         if self.committed is not None and self.committed.ingest is not None:
             found += self.committed.ingest.problems
         if self.ingest is not None:
@@ -113,21 +107,18 @@ async def sync_worktree(
     the whole project (only files whose fingerprint changed are parsed).
 
     Raises:
+        PolicyFilesError: a policy file has an error; nothing was ingested.
         ValidationError: the project's schema map is malformed.
         ActionRefusedError: a policy does not let ``acting`` ingest these files.
     """
     from kg.governance.enforce import cli_actor
-    from kg.governance.files import load_policy_files
-    from kg.governance.sync import apply_policy_files
+    from kg.governance.sync import apply_policy_files, checked_policy_files
 
     root = rt.settings.project_root
     state_dir = rt.settings.state_dir
     key = state_key(rt.url, rt.scope)
     report = WorktreeReport()
-    files = await asyncio.to_thread(load_policy_files, root)
-    if not files.ok:
-        report.refused, report.problems = True, list(files.problems)
-        return report
+    await checked_policy_files(root)  # before the commit's sync too: it may be up to date
     head = await asyncio.to_thread(gitio.head_commit, root)
     if paths is None or _head_moved(state_dir, key, head):
         report.committed = await sync_project(
@@ -137,9 +128,6 @@ async def sync_worktree(
     meta = EventMetadata(actor=actor)
     async with sync_lock(state_dir):
         policies = await apply_policy_files(rt, meta)
-        if policies.problems:  # changed since they were read above
-            report.refused, report.problems = True, list(policies.problems)
-            return report
         if policies.events:
             report.policies = policies.summary()
         if head is None and paths is None:

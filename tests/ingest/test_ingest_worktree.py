@@ -8,8 +8,10 @@ import json
 from pathlib import Path
 
 import asyncpg
+import pytest
 
 from kg.config import Scope
+from kg.errors import PolicyFilesError
 from kg.graph_queries import query_knowledge_graph
 from kg.ingest.service import sync_project
 from kg.ingest.worktree import sync_worktree
@@ -57,7 +59,7 @@ async def test_an_uncommitted_edit_is_searchable_after_a_worktree_pass_and_the_c
     before = await runtime.store.last_position(scope)
     report = await sync_worktree(runtime)
 
-    assert report.paths == ["docs/a.md"] and not report.refused
+    assert report.paths == ["docs/a.md"]
     assert "section:docs/a.md#refunds" in await found(runtime, "zeppelin")
     sources = await doc_sources(runtime, scope, "doc:docs/a.md", before)
     assert sources and all(s.startswith("docs/a.md@sha256:") for s in sources)
@@ -126,8 +128,8 @@ async def test_ignored_files_are_left_out_and_a_broken_policy_file_stops_the_pas
     repo.write(".kg/policies/bad.yaml", "policies:\n  - {id: x, effect: forbid, labels: [a]}\n")
     repo.write("docs/c.md", "# C\n\nWritten while a policy is broken: narwhals.\n")
     before = await runtime.store.last_position(scope)
-    report = await sync_worktree(runtime)
+    with pytest.raises(PolicyFilesError, match=r"\.kg/policies/bad\.yaml:2"):
+        await sync_worktree(runtime)
 
-    assert report.refused and [p.path for p in report.problems] == [".kg/policies/bad.yaml"]
     assert await runtime.store.last_position(scope) == before, "nothing appended"
     assert await found(runtime, "narwhals") == []
