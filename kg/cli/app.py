@@ -109,6 +109,11 @@ COMMANDS: dict[str, Lazy] = {
         "changed.",
     ),
     "sync": Lazy("kg.cli.ingest", "sync", "Bring the graph up to the current git commit."),
+    "watch": Lazy(
+        "kg.cli.watch",
+        "watch",
+        "Keep the graph in step with the working tree as files are saved.",
+    ),
     "erase": Lazy(
         "kg.cli.erase",
         "erase",

@@ -105,6 +105,12 @@ def ingest(
 
 def sync(
     full: bool = typer.Option(False, "--full", help="Scan every file, not only changed ones."),
+    worktree: bool = typer.Option(
+        False,
+        "--worktree",
+        help="Also ingest the working tree's uncommitted changes (edited, added, removed "
+        "files), once: `kg watch` keeps doing it.",
+    ),
     max_file_bytes: int = typer.Option(
         DEFAULT_MAX_BYTES,
         "--max-file-bytes",
@@ -115,12 +121,15 @@ def sync(
     """Bring the graph up to the current git commit.
 
     Only the Markdown and source files changed since the last synced commit are ingested
-    (found with git diff); a full scan the first time, or outside git.
+    (found with git diff); a full scan the first time, or outside git. With --worktree, the
+    files that differ from that commit too, marked as working-tree state.
     """
     from kg.cli.sync_command import main
 
+    if worktree and full:
+        raise typer.BadParameter("--worktree and --full do not go together: run them one by one")
     # The same code as the plain `kg sync`, which kg.cli.main runs without Typer.
-    code = main(full, max_file_bytes)
+    code = main(full, max_file_bytes, worktree=worktree)
     if code:
         raise typer.Exit(code)
 

@@ -14,15 +14,16 @@ import sys
 from typing import Any
 
 _FAST = {("sync",): False, ("sync", "--full"): True}
+_WORKTREE = ("sync", "--worktree")
 
 
 def run_here(argv: list[str], *args: Any, **kwargs: Any) -> Any:
     """Run ``kg argv`` in this process."""
     full = _FAST.get(tuple(argv))
-    if full is not None and not args:
+    if (full is not None or tuple(argv) == _WORKTREE) and not args:
         from kg.cli.sync_command import main
 
-        sys.exit(main(full))
+        sys.exit(main(bool(full), worktree=full is None))
     from kg.cli.app import app as typer_app
 
     # "kg" even where Click would name the program after ``__main__`` (the resident host)

@@ -62,14 +62,42 @@ def sync(full: bool, max_bytes: int = DEFAULT_MAX_BYTES) -> int:
     return 0
 
 
-def main(full: bool, max_bytes: int = DEFAULT_MAX_BYTES) -> int:
+def sync_worktree(max_bytes: int = DEFAULT_MAX_BYTES) -> int:
+    """``kg sync --worktree``: one working-tree pass (:mod:`kg.ingest.worktree`)."""
+    from kg.cli.progress import shown
+    from kg.embeddings.factory import preload_in_background
+    from kg.host.database import open_runtime
+    from kg.ingest.worktree import WorktreeReport
+    from kg.ingest.worktree import sync_worktree as run_pass
+
+    preload_in_background()
+
+    async def go() -> WorktreeReport:
+        with shown("sync") as progress:
+            async with open_runtime() as rt:
+                return await run_pass(rt, max_bytes=max_bytes, progress=progress)
+
+    report = asyncio.run(go())
+    print(f"sync: {report.summary()}", flush=True)
+    print_problems(report.all_problems)
+    for part in (report.committed.ingest if report.committed else None, report.ingest):
+        if part is not None:
+            print_skipped(part)
+    failed = any(
+        part is not None and part.failed
+        for part in (report.committed.ingest if report.committed else None, report.ingest)
+    )
+    return 1 if failed else 0
+
+
+def main(full: bool, max_bytes: int = DEFAULT_MAX_BYTES, *, worktree: bool = False) -> int:
     """:func:`sync` with a :class:`KgError` as ``error: ...`` on stderr and exit code 1, as
     every ``kg`` command does."""
     from kg.db.lost import quiet_driver_logs
 
     quiet_driver_logs()
     try:
-        return sync(full, max_bytes)
+        return sync_worktree(max_bytes) if worktree else sync(full, max_bytes)
     except Exception as exc:
         from kg.db.lost import as_unavailable
 

@@ -32,8 +32,9 @@ from kg.paths import STATE_DIR_NAME, find_project_root
 RESIDENT_ENV = "KG_RESIDENT"  # "0" runs every command in its own process
 SOCKET_NAME = "kg-commands.sock"
 # Commands that never go through the host: the MCP server is a long-lived process of its own,
-# and `kg server` manages the server (and so the host) itself.
-IN_PROCESS = frozenset({"mcp", "server"})
+# `kg server` manages the server (and so the host) itself, and `kg watch` lives as long as a
+# developer's session.
+IN_PROCESS = frozenset({"mcp", "server", "watch"})
 TIMEOUT_ENV = "KG_HOST_TIMEOUT"
 _DEFAULT_TIMEOUT = 2.0
 #: the ``ulimit``s a command keeps when the host runs it (see :func:`caller_limits`)

@@ -178,3 +178,21 @@ def grep_index(root: Path, needles: Iterable[str], pathspecs: Sequence[str]) -> 
         root, "grep", "--cached", "-z", "-l", "-F", "-i", *args, "--", *pathspecs, check=False
     )
     return _split(out)
+
+
+def worktree_changes(root: Path) -> list[str]:
+    """Project-relative paths under ``root`` whose working-tree state differs from HEAD:
+    modified, staged, added, untracked (not ignored) or deleted; both sides of a rename."""
+    prefix = git(root, "rev-parse", "--show-prefix").decode("utf-8", "surrogateescape").strip()
+    out = git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", ".")
+    fields = _split(out)
+    found: list[str] = []
+    i = 0
+    while i < len(fields):
+        entry = fields[i]
+        found.append(entry[3:])
+        if entry[:1] in ("R", "C") and i + 1 < len(fields):
+            found.append(fields[i + 1])  # the source path of a rename or copy
+            i += 1
+        i += 1
+    return sorted({p.removeprefix(prefix) for p in found if p.startswith(prefix)})

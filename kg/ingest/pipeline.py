@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pydantic
 
@@ -48,7 +49,7 @@ from kg.ingest.files import DEFAULT_MAX_BYTES, read_markdown_file
 from kg.ingest.links import WikiIndex
 from kg.ingest.parts import IngestParts
 from kg.ingest.project import discover_markdown, parse_texts, parsing_pool
-from kg.ingest.provenance import Provenance
+from kg.ingest.provenance import Provenance, worktree_fingerprint
 from kg.ingest.report import IngestReport
 from kg.ingest.schema_map import SchemaMap
 from kg.ingest.secrets import Allowlist, mask_text
@@ -247,11 +248,20 @@ class Pipeline:
                 if self.targets.folders or self.targets.missing
                 else []
             )
+        wanted = {rel: self._fingerprint(rel, _text_hash(text)) for rel, text in texts.items()}
+        marked = [
+            rel
+            for rel, fp in wanted.items()
+            if not self.options.force and stored.get(document_id(rel)) == worktree_fingerprint(fp)
+        ]
+        still_dirty: set[str] = set()
+        if marked:  # ingested as working-tree state: unchanged only while still uncommitted
+            now = await asyncio.to_thread(Provenance.read, self.root, marked)
+            still_dirty = {rel for rel in marked if now.is_worktree(rel)}
         changed = [
             rel
-            for rel, text in texts.items()
-            if self.options.force
-            or stored.get(document_id(rel)) != self._fingerprint(rel, _text_hash(text))
+            for rel, fp in wanted.items()
+            if self.options.force or (stored.get(document_id(rel)) != fp and rel not in still_dirty)
         ]
         self.report.unchanged = len(texts) - len(changed)
         self._unchanged = set(texts) - set(changed)
@@ -461,13 +471,13 @@ class Pipeline:
     def _diff_one(
         self, rel: str, doc: ParsedDocument | None, projected: ProjectedFile
     ) -> FileChange | None:
-        source = None
+        source: dict[str, Any] | None = None
         if doc is not None:
-            source = {
-                "path": rel,
-                "sha256": doc.content_hash,
-                "fingerprint": self._fingerprint(rel, doc.content_hash),
-            }
+            fingerprint = self._fingerprint(rel, doc.content_hash)
+            source = {"path": rel, "sha256": doc.content_hash, "fingerprint": fingerprint}
+            if self.provenance.is_worktree(rel):  # see kg.ingest.provenance
+                source["fingerprint"] = worktree_fingerprint(fingerprint)
+                source["worktree"] = True
         reason = f"{rel} was removed" if doc is None else f"no longer in {rel}"
         if doc is not None:
             doc = link_edits(doc, projected)  # an edited rule statement supersedes the old one

@@ -87,10 +87,7 @@ def record_synced(state_dir: Path, key: str, commit: str, log: LogMark | None) -
         "at": datetime.now(UTC).isoformat(timespec="seconds"),
         "log": None if log is None else {"position": log[0], "hash": log[1]},
     }
-    ensure_state_dir(state_dir)
-    tmp = state_dir / f".{STATE_FILE}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, state_dir / STATE_FILE)
+    _write(state_dir, data)
 
 
 @contextlib.asynccontextmanager
@@ -110,3 +107,29 @@ async def sync_lock(state_dir: Path) -> AsyncIterator[None]:
 def _open_lock(state_dir: Path) -> TextIO:
     ensure_state_dir(state_dir)
     return (state_dir / LOCK_FILE).open("a")
+
+
+def worktree_paths(state_dir: Path, key: str) -> list[str]:
+    """The files the last working-tree pass (``kg sync --worktree``, ``kg watch``) found
+    differing from HEAD: the next pass looks at them again, so an edit reverted or a deleted
+    file restored since then (both invisible to ``git status``) is brought back in step."""
+    entry = _load(state_dir).get("worktree", {}).get(key)
+    if not isinstance(entry, list):
+        return []
+    return [p for p in entry if isinstance(p, str)]
+
+
+def record_worktree(state_dir: Path, key: str, paths: list[str]) -> None:
+    data = _load(state_dir)
+    kept = data.setdefault("worktree", {})
+    if not isinstance(kept, dict):
+        kept = data["worktree"] = {}
+    kept[key] = sorted(set(paths))
+    _write(state_dir, data)
+
+
+def _write(state_dir: Path, data: dict[str, Any]) -> None:
+    ensure_state_dir(state_dir)
+    tmp = state_dir / f".{STATE_FILE}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, state_dir / STATE_FILE)

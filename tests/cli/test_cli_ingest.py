@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -211,3 +214,43 @@ def test_a_full_sync_shows_its_progress_on_stderr(env: dict[str, str], examples:
                  "events appended", "texts embedded"):  # fmt: skip
         assert part in last, last
     assert "events projected" in last and "elapsed" in last
+
+
+def test_sync_worktree_and_watch_make_uncommitted_saves_searchable(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    repo = Repo(tmp_path, env)
+    repo.write("docs/a.md", "# A\n\nCommitted text.\n")
+    repo.commit()
+    repo.write("docs/a.md", "# A\n\nAn uncommitted note on ocelots.\n")
+    assert "ocelots" not in kg("query", "ocelots", env=env, cwd=tmp_path).stdout
+
+    out = kg("sync", "--worktree", env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "working tree: 1 file(s)" in out.stdout
+    assert "section:docs/a.md#a" in kg("query", "ocelots", env=env, cwd=tmp_path).stdout
+    both = kg("sync", "--worktree", "--full", env=env, cwd=tmp_path)
+    assert both.returncode == 2 and "--worktree and --full" in both.stderr
+
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "kg.cli", "watch"],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert watcher.stdout is not None
+        first = watcher.stdout.readline()  # "watching ...", then the first pass
+        assert first.startswith("watching "), first
+        assert "working tree" in watcher.stdout.readline()
+        repo.write("docs/b.md", "# B\n\nSaved while watched: tapirs.\n")
+        deadline = time.monotonic() + 60
+        while "section:docs/b.md#b" not in kg("query", "tapirs", env=env, cwd=tmp_path).stdout:
+            assert time.monotonic() < deadline, "the save never became searchable"
+            time.sleep(0.2)
+    finally:
+        watcher.terminate()
+        watcher.wait(30)
+    assert watcher.returncode == 0, "SIGTERM stops the watcher cleanly"
