@@ -106,10 +106,18 @@ class ContextGraph:
         return data
 
 
+def type_in_id(n: ContextNode) -> bool:
+    """True when the id's prefix already says the node's type (``section:...`` is a Section):
+    then neither form repeats it (about 5 tokens of each node's ~95 in the structured result)."""
+    prefix, sep, _ = n.node_id.partition(":")
+    return bool(sep) and prefix.lower() == n.node_type.lower()
+
+
 def _node_dict(n: ContextNode) -> dict[str, Any]:
-    node: dict[str, Any] = {
-        "node_id": n.node_id,
-        "node_type": n.node_type,
+    node: dict[str, Any] = {"node_id": n.node_id}
+    if not type_in_id(n):
+        node["node_type"] = n.node_type
+    node |= {
         "name": n.name,
         "content": n.content,
         "score": n.score,
