@@ -18,7 +18,7 @@ class ContextNodeOut(BaseModel):
     node_id: str = Field(description="'{type}:{id}'; use it as an anchor or in node_ids")
     node_type: str = Field(
         default="",
-        description="Absent when node_id's prefix says it ('section:...' is a Section)",
+        description="Absent when it is node_id's prefix capitalised ('section:...' is a Section)",
     )
     name: str
     content: str = Field(description="Empty when the node is redacted by policy")

@@ -107,10 +107,11 @@ class ContextGraph:
 
 
 def type_in_id(n: ContextNode) -> bool:
-    """True when the id's prefix already says the node's type (``section:...`` is a Section):
-    then neither form repeats it (about 5 tokens of each node's ~95 in the structured result)."""
+    """True when the node's type is its id's prefix capitalised (``section:...`` is a
+    Section): then neither form repeats it (about 5 tokens of each node's ~95 in the structured
+    result, issue 31). Exact, so a client recovers it (``ADR`` for ``adr:...`` is shown)."""
     prefix, sep, _ = n.node_id.partition(":")
-    return bool(sep) and prefix.lower() == n.node_type.lower()
+    return bool(sep) and prefix.capitalize() == n.node_type
 
 
 def _node_dict(n: ContextNode) -> dict[str, Any]:
