@@ -23,7 +23,10 @@ from pathlib import Path
 ARCHIVES = Path(os.environ.get("KG_DEV_CORPORA", "/work/shared/corpora"))
 EXTRACTED = Path(os.environ.get("KG_DEV_CORPORA_DIR", "/tmp/kg-dev-corpora"))
 REAL_CORPORA = ("bmad-docvet", "speckit-deacon", "adr-buy-for-your-school", "agents-beads")
-TENANT = "real"
+TENANT = os.environ.get("KG_REAL_TENANT", "real")
+# An already ingested database per corpus, instead of the kept one (e.g. ingested by hand on
+# another server): a URL with ``{corpus_}`` for the corpus name with underscores.
+GIVEN_DATABASE = os.environ.get("KG_REAL_DATABASE_URL")
 CODE = Path(__file__).resolve().parent.parent
 _INGEST_CODE = (
     "kg/ingest", "kg/parsed", "kg/projections", "kg/embeddings", "kg/events", "kg/directives",
@@ -75,6 +78,8 @@ def database_name(corpus: str, fp: str) -> str:
 
 def kept_ingested(corpus: str, embedder_id: str) -> str:
     """The URL of ``corpus`` ingested whole by ``kg ingest .`` with the current code."""
+    if GIVEN_DATABASE:
+        return GIVEN_DATABASE.format(corpus_=corpus.replace("-", "_"))
     import psycopg
     from common import COMPLETE, _server, mark_complete
 

@@ -16,7 +16,10 @@ from kg.read import models as read_models
 
 class ContextNodeOut(BaseModel):
     node_id: str = Field(description="'{type}:{id}'; use it as an anchor or in node_ids")
-    node_type: str
+    node_type: str = Field(
+        default="",
+        description="Absent when it is node_id's prefix capitalised ('section:...' is a Section)",
+    )
     name: str
     content: str = Field(description="Empty when the node is redacted by policy")
     properties: dict[str, Any] = Field(default_factory=dict, description="Absent when empty")

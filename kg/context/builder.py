@@ -60,8 +60,9 @@ from kg.search import FALLBACK_WARNING
 # tokens brings the small families (siblings) of its best matches; records of work (a story's
 # task list, completion notes, change log), an installed agent method and files named as
 # superseded or retired rank like copies (kg.ranking). 9: code or documents decided from the
-# task's wording, the other kind at a lower score (kg.context.intent).
-BUILDER_VERSION = 9
+# task's wording, the other kind at a lower score (kg.context.intent). 10: a node's type is not
+# repeated when its id's prefix says it, so a budget fits about one more node (issue 31).
+BUILDER_VERSION = 10
 
 # Each frontier node offers at least this many of its strongest edges per hop (more when the
 # frontier is small), so no single hub (a policy governing thousands of nodes, a document with

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kg.context.result import ContextEdge, ContextNode
+from kg.context.result import ContextEdge, ContextNode, type_in_id
 
 MORE_HINT = "_… = passages of a longer text: get_node(id) returns all of it._"
 
@@ -18,18 +18,20 @@ def estimate_tokens(text: str) -> int:
 def node_line(node: ContextNode) -> str:
     """One node on one line: its id, type and reason, where it sits, and its content (already
     cut to the passages that match the task; never cut again here)."""
+    kind = "" if type_in_id(node) else f"{node.node_type}; "  # the id says it: not repeated
     if node.redacted:
-        return f"- **{node.node_id}** ({node.node_type}) [redacted by policy]"
+        shown = f" ({node.node_type})" if kind else ""
+        return f"- **{node.node_id}**{shown} [redacted by policy]"
     title = f"{node.breadcrumb} > {node.name}" if node.breadcrumb else node.name
     if node.status:
         named = node.superseded_by or _named_successor(node)
         mark = f"superseded by {', '.join(named)}" if named else node.status
-        return f"- **{node.node_id}** ({node.node_type}; {node.reason}) {title} [{mark}]"
+        return f"- **{node.node_id}** ({kind}{node.reason}) {title} [{mark}]"
     text = " ".join(node.content.split())
     if node.copies:
         title += f" (also in {', '.join(node.copies)})"
     body = f"{title}: {text}" if text else title
-    return f"- **{node.node_id}** ({node.node_type}; {node.reason}) {body}"
+    return f"- **{node.node_id}** ({kind}{node.reason}) {body}"
 
 
 def _named_successor(node: ContextNode) -> tuple[str, ...]:

@@ -76,7 +76,7 @@ def test_demo_runs_on_the_embedded_database_and_is_idempotent(project_dir: Path)
     first = kg("demo", env=env, cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     assert "embedded PostgreSQL in" in first.stdout and str(tmp_path / ".kg") in first.stdout
-    assert "- **component:checkout** (Component; anchor)" in first.stdout
+    assert "- **component:checkout** (anchor)" in first.stdout
     assert "Card vault" not in first.stdout, "the secret document is denied by policy"
     assert "audit context: MATCH" in first.stdout
     assert "audit verify: ok, 16 events" in first.stdout, "15 demo events + the logged build"

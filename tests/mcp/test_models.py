@@ -110,11 +110,13 @@ async def test_graph_queries_return_the_models_the_tools_publish(shop: Runtime) 
 async def test_a_context_graph_as_data_is_exactly_its_published_schema(shop: Runtime) -> None:
     """The tool returns ``to_dict()`` unvalidated, so it must be what the schema describes,
     and lose nothing ``dataclasses.asdict`` would have kept: what the lean form leaves out is
-    a default (empty properties and labels, redacted false) or derivable (an edge's id)."""
+    a default (empty properties and labels, redacted false) or derivable (an edge's id, a node's
+    type that is its id's prefix capitalised)."""
     graph = await build_context_graph(shop, parse_request(anchors=["component:checkout"]))
     data = graph.to_dict()
     full = json.loads(json.dumps(data))
     for node in full["nodes"]:
+        node.setdefault("node_type", node["node_id"].partition(":")[0].capitalize())
         node.setdefault("properties", {})
         node.setdefault("labels", [])
         node.setdefault("hop", 0)
@@ -131,6 +133,7 @@ async def test_a_context_graph_as_data_is_exactly_its_published_schema(shop: Run
     lean = ContextGraphOut.model_validate(data).model_dump(mode="json", exclude_defaults=True)
     assert lean["nodes"] == data["nodes"] and lean["edges"] == data["edges"]
     assert any("labels" in n for n in data["nodes"]) and any("redacted" in n for n in data["nodes"])
+    assert any("node_type" not in n for n in data["nodes"])  # the lean form is exercised
     listed = {t.name: t.output_schema for t in await create_server().list_tools()}
     jsonschema.validate(data, listed["build_context_graph"])
     assert all("$ref" not in json.dumps(schema) for schema in listed.values())
