@@ -76,6 +76,8 @@ NO_GRAPH_CONTENT = {
     "mcp config",
     # Table and function names it distributes across a Citus cluster.
     "db distribute",
+    # Like sync: the files it ingests and their counts, never the graph's content.
+    "watch",
     # The reviewer's export of the log as recorded (system role); it is not a graph read and
     # policies govern what agents are given, not what the audit trail holds.
     "audit trail",
