@@ -112,7 +112,9 @@ COMMANDS: dict[str, Lazy] = {
     "watch": Lazy(
         "kg.cli.watch",
         "watch",
-        "Keep the graph in step with the working tree as files are saved.",
+        "Keep the graph in step with the working tree: a saved, added or removed spec or source "
+        "file is re-ingested within about a second, marked as working-tree state (a later sync "
+        "of the commit records the committed one).",
     ),
     "erase": Lazy(
         "kg.cli.erase",

@@ -56,7 +56,7 @@ def test_plain_sync_skips_typer(
     monkeypatch: pytest.MonkeyPatch, argv: list[str], full: bool
 ) -> None:
     calls: list[bool] = []
-    monkeypatch.setattr(sync_command, "main", lambda f: calls.append(f) or 3)
+    monkeypatch.setattr(sync_command, "main", lambda f, worktree=False: calls.append(f) or 3)
     monkeypatch.setattr(sys, "argv", argv)
     with pytest.raises(SystemExit) as exited:
         main.app()
@@ -64,7 +64,9 @@ def test_plain_sync_skips_typer(
 
 
 def test_anything_else_goes_to_the_typer_app(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sync_command, "main", lambda f: pytest.fail("fast path taken"))
+    monkeypatch.setattr(
+        sync_command, "main", lambda f, worktree=False: pytest.fail("fast path taken")
+    )
     monkeypatch.setattr(sys, "argv", ["kg", "sync", "--help"])
     with pytest.raises(SystemExit) as exited:
         main.app()
