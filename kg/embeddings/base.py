@@ -8,8 +8,10 @@ vector and used as a cache key: vectors from different models must never be comp
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
+
+from kg.errors import ConfigurationError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -59,3 +61,24 @@ def l2_normalise(matrix: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     norms[norms == 0.0] = 1.0
     normalised: npt.NDArray[np.float64] = matrix / norms
     return normalised
+
+
+def positive_int_setting(env: Mapping[str, str], name: str, unset_means: str) -> int | None:
+    """The positive integer an environment setting holds, or None when it is unset or blank.
+
+    Raises:
+        ConfigurationError: the setting holds anything else; the message says what unsetting it
+            means (``unset_means``).
+    """
+    raw = env.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ConfigurationError(
+            f"{name}={raw!r} is not a positive integer; unset it to {unset_means}."
+        )
+    return value

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from kg.errors import ConfigurationError
 
-from .base import DEFAULT_DIMENSIONS, EmbeddingProvider
+from .base import DEFAULT_DIMENSIONS, EmbeddingProvider, positive_int_setting
 
 if TYPE_CHECKING:
     from .openai_http import OpenAICompatibleEmbedder
@@ -100,19 +100,7 @@ def provider_from_config(
 
 
 def _dimensions(env: Mapping[str, str]) -> int | None:
-    raw = env.get("KG_EMBEDDER_DIMENSIONS", "").strip()
-    if not raw:
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise ConfigurationError(
-            f"KG_EMBEDDER_DIMENSIONS={raw!r} is not a positive integer; unset it to use the "
-            "provider's own size."
-        )
-    return value
+    return positive_int_setting(env, "KG_EMBEDDER_DIMENSIONS", "use the provider's own size")
 
 
 def _openai(env: Mapping[str, str], dimensions: int | None) -> OpenAICompatibleEmbedder:

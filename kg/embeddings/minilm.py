@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kg.errors import ConfigurationError, EmbeddingError
+from kg.errors import EmbeddingError
 
-from .base import DEFAULT_DIMENSIONS, l2_normalise
+from .base import DEFAULT_DIMENSIONS, l2_normalise, positive_int_setting
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -89,19 +89,10 @@ def packaged_model_path() -> Path:
 def default_threads(env: dict[str, str] | None = None) -> int:
     """Threads for one forward pass: ``KG_EMBEDDER_THREADS``, else the cores this process may
     run on (a shared machine or a container may allow fewer than it has)."""
-    raw = (os.environ if env is None else env).get(THREADS_ENV, "").strip()
-    if not raw:
-        return len(os.sched_getaffinity(0))
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise ConfigurationError(
-            f"{THREADS_ENV}={raw!r} is not a positive integer; unset it to use every core "
-            "this process may run on."
-        )
-    return value
+    threads = positive_int_setting(
+        os.environ if env is None else env, THREADS_ENV, "use every core this process may run on"
+    )
+    return len(os.sched_getaffinity(0)) if threads is None else threads
 
 
 def _read_json(path: Path) -> Any:
