@@ -60,3 +60,15 @@ async def allowed(rt: Runtime, action: str, node_ids: Sequence[str] = ()) -> Non
 
     actor = cli_actor()
     await require(rt, actor, action, node_ids, EventMetadata(actor=actor))
+
+
+def stop_on_signals() -> asyncio.Event:
+    """An event that Ctrl-C or SIGTERM sets, for a command that runs until told to stop.
+    Call it inside the running event loop."""
+    import signal
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    return stop

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
-import signal
-
 import typer
 from rich.table import Table
 
-from kg.cli.common import console, run
+from kg.cli.common import console, run, stop_on_signals
 
 projections_app = typer.Typer(
     help="The read side: status, catch-up, rebuild.", no_args_is_help=True
@@ -76,10 +73,7 @@ def run_forever() -> None:
     """Keep the projections current, tailing the log, until interrupted."""
 
     async def go() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
+        stop = stop_on_signals()
         from kg.host.database import open_runtime
 
         async with open_runtime() as rt:

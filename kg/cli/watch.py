@@ -9,12 +9,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import signal
 from datetime import datetime
 
 import typer
 
-from kg.cli.common import console
+from kg.cli.common import console, stop_on_signals
 from kg.cli.sync_command import print_problems
 
 #: added to the process's niceness: saves are re-ingested when the machine has time
@@ -53,10 +52,7 @@ def watch(
         console.print(f"[bold red]error:[/] {error}", highlight=False)
 
     async def go() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
+        stop = stop_on_signals()
         async with open_runtime() as rt:
             console.print(f"watching {rt.settings.project_root} (Ctrl-C stops)", markup=False)
             await watch_project(rt, stop=stop, on_pass=on_pass, on_error=on_error)
