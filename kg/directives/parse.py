@@ -8,6 +8,12 @@ read by their RFC 2119 keywords, :mod:`kg.directives.strength`). Files that do n
 paragraph is one when it has a marker or a keyword. Sections that explain rather than direct
 (Rationale, Examples, Background, ...) hold no directives.
 
+A heading that starts with a marker (``### [MUST] Validate all input at the boundary``, as the
+seed template writes them) is a directive of its own, read whole: the prose under it is part
+of its text and has its strength whatever words it uses, a ``**When to apply**:`` line under
+it is its own condition (beside the file's), and a marked item under it is a directive of
+its own with the same section and conditions.
+
 Scope comes from the front matter (``globs:`` of a Cursor rule, ``applies_to:``, ``layer:``,
 ``languages:``, ``frameworks:``), the Metadata block, or an ``applies_to:`` line, which
 scopes the rest of its section (or, before the first heading, the whole file).
@@ -35,7 +41,7 @@ from kg.directives.model import (
     Scope,
     layer_name,
 )
-from kg.directives.strength import StrengthReader
+from kg.directives.strength import MARKER, StrengthReader
 from kg.directives.topics import normalise_topic, topics_of
 from kg.parsed.model import ParseProblem, Severity
 
@@ -82,6 +88,10 @@ class _Statement:
     section: str
     globs: tuple[str, ...]
     is_item: bool
+    #: the conditions of the directive subsection it is in (``**When to apply**:`` lines)
+    conditions: list[str] = field(default_factory=list)
+    #: a directive heading's body, read as part of it (:func:`_walk`)
+    body: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -136,14 +146,15 @@ def parse_rule_file(
         reading = reader.read(st.text)
         if not st.is_item and not reading.explicit:
             continue  # a paragraph is a statement only when it says how strongly
-        text = reading.text[:MAX_STATEMENT]
+        text = _with_body(reading.text, st.body)[:MAX_STATEMENT]
         if len(text.split()) < _MIN_WORDS or text.endswith(":"):
             continue
-        own_topics = topics_of([st.section, meta.description, text], config)
+        own_topics = topics_of([st.section, meta.description, text, *st.conditions], config)
         scope = meta.scope if not st.globs else replace(meta.scope, globs=st.globs)
         directive_meta = replace(
-            meta, scope=scope, topics=tuple(sorted({*meta.topics, *own_topics}))
-        )
+            meta, scope=scope, topics=tuple(sorted({*meta.topics, *own_topics})),
+            conditions=tuple(dict.fromkeys((*meta.conditions, *st.conditions))),
+        )  # fmt: skip
         directives.append(
             ParsedDirective(
                 node_id=directive_id(relpath, text, seen),
@@ -172,6 +183,13 @@ def subject_of(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s./-]+", " ", words).split())
 
 
+def _with_body(text: str, body: list[str]) -> str:
+    """A directive heading's statement followed by the prose under it."""
+    if not body:
+        return text
+    return f"{text.rstrip(' .:;')}: {' '.join(body)}"
+
+
 def _front_matter_end(lines: list[str]) -> int:
     if not lines or lines[0].rstrip() != "---":
         return 0
@@ -195,6 +213,7 @@ def _walk(
     fence: str | None = None
     current: _Statement | None = None
     seen_heading = False
+    lead: _Statement | None = None  # the directive heading whose subsection this is
 
     def flush() -> None:
         nonlocal current
@@ -203,8 +222,11 @@ def _walk(
             if kind == "when":
                 conditions.append(text.rstrip("."))
             elif kind == "body" and text:
-                current.text = text
-                statements.append(current)
+                if lead is not None and current is not lead and not MARKER.match(text):
+                    lead.body.append(text)  # the heading's body: its text, its strength
+                else:
+                    current.text = text
+                    statements.append(current)
         current = None
 
     for index in range(start, len(lines)):
@@ -223,8 +245,18 @@ def _walk(
         heading = _HEADING.match(raw)
         if heading:
             flush()
+            lead = None
             seen_heading = True
             section = heading.group(2).strip()
+            marker = MARKER.match(section)
+            if marker is not None and kind != "meta":
+                # ``### [MUST] Validate all input``: a directive, its subsection its body.
+                kind = "body"
+                lead = _Statement(section, number, section[marker.end() :].strip(),
+                                  section_globs, True)  # fmt: skip
+                section = lead.section
+                statements.append(lead)
+                continue
             key = section.strip(":").casefold()
             kind = (
                 "meta" if key == "metadata" else "when" if key in _WHEN
@@ -249,15 +281,25 @@ def _walk(
             continue
         if kind == "skip":
             continue
+        if lead is not None:
+            when = _KEY_VALUE.match(raw)
+            if when is not None and when.group(1).strip().casefold() in _WHEN:
+                flush()
+                lead.conditions.append(" ".join(when.group(2).split()).rstrip("."))
+                continue
         item = _ITEM.match(raw)
         text = stripped.lstrip("> ").strip()
         if item:
             flush()
             current = _Statement(item.group(2).strip(), number, section, section_globs, True)
+            if lead is not None:
+                current.conditions = lead.conditions
         elif current is not None:  # a continuation line (lazy, as in CommonMark)
             current.text += " " + text
         else:
             current = _Statement(text, number, section, section_globs, False)
+            if lead is not None:
+                current.conditions = lead.conditions
     flush()
     return statements, meta_lines, conditions, file_globs
 

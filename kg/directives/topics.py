@@ -18,7 +18,8 @@ TOPICS: dict[str, tuple[str, ...]] = {
     "security": ("security", "secure", "secret", "secrets", "credential", "credentials",
                  "vulnerability", "xss", "csrf", "injection", "sanitize", "sanitise", "encrypt",
                  "encryption", "encrypted", "tls", "owasp", "api key", "api keys", "password",
-                 "passwords", "hash", "hashing", "hmac", "signature"),
+                 "passwords", "hash", "hashing", "hmac", "signature", "user input",
+                 "untrusted input"),
     "auth": ("auth", "authentication", "authorization", "authorisation", "login", "logout",
              "sign in", "sign-in", "sign-ins", "signin", "sign out", "session", "sessions",
              "oauth", "jwt", "token", "tokens", "permission", "permissions", "role", "roles",
@@ -68,6 +69,8 @@ TOPICS: dict[str, tuple[str, ...]] = {
                       "reminders", "digest", "unsubscribe", "push notification", "newsletter"),
     "jobs": ("job", "jobs", "worker", "workers", "queue", "queues", "scheduled", "scheduler",
              "cron", "background", "dead-letter", "every morning", "nightly", "daily"),
+    "validation": ("validation", "validate", "validates", "validated", "validating",
+                   "validator", "validators", "invalid", "input validation"),
     "payments": ("payment", "payments", "invoice", "invoices", "billing", "refund",
                  "refunds", "charge", "charges", "stripe", "currency", "money", "price"),
 }  # fmt: skip

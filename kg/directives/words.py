@@ -17,7 +17,8 @@ _STOP = frozenset(
 
 
 def words(text: str) -> frozenset[str]:
-    """Content words, crudely stemmed (plural s, -ing, -ed), for condition matching."""
+    """Content words, crudely stemmed (plural s, -ing, -ed, a final e), for condition matching:
+    "handle", "handles" and "handling" are one word, as are "rule" and "rules"."""
     out = set()
     for w in _WORD.findall(text.casefold()):
         w = w.strip(".-")
@@ -27,5 +28,7 @@ def words(text: str) -> frozenset[str]:
             if w.endswith(suffix) and len(w) - len(suffix) >= 3:
                 w = w[: -len(suffix)] + replacement
                 break
+        if w.endswith("e") and len(w) > 3:
+            w = w[:-1]
         out.add(w)
     return frozenset(out)

@@ -205,3 +205,55 @@ def test_lint_reports_a_must_and_a_must_not_on_the_same_subject_with_both_locati
         "docs/rules/deps.md:4: conflicting directives: MUST NOT here and MUST at AGENTS.md:3 on "
         "the same subject and scope; keep one of them",
     ]
+
+
+SEED_003 = (Path(__file__).parent / "data" / "seed003-api-input.md").read_text()
+
+
+def test_directive_subsections_of_the_seed_template_are_directives_read_whole() -> None:
+    """Issue 30 item 4: ``### [MUST] Validate all input at the boundary`` is a directive, its
+    body is part of it, and its ``**When to apply**`` line is its own condition."""
+    found = directives("docs/rules/api-input.md", SEED_003)
+
+    headings = [line for line in SEED_003.splitlines() if line.startswith("### [")]
+    assert len(found) == len(headings) == 6
+    assert [(d.properties["strength"], d.properties["line"]) for d in found] == [
+        ("MUST", 15), ("MUST", 23), ("SHOULD", 30), ("SHOULD", 37), ("MAY", 41), ("MUST", 47),
+    ]  # fmt: skip
+    first = found[0]
+    assert first.content.startswith("Validate all input at the boundary")
+    assert "422 that names the offending field" in first.content, "the body is read"
+    assert first.properties["section"] == "Validate all input at the boundary"
+    assert first.properties["conditions"][-1] == (
+        "handling user input in an API endpoint or validating a request body"
+    )
+    assert "Writing or changing an API endpoint handler" in first.properties["conditions"]
+    assert found[1].properties["negated"] is True
+
+
+def test_the_body_under_a_should_heading_is_a_should_whatever_its_words_say() -> None:
+    found = directives("docs/rules/api-input.md", SEED_003)
+
+    problem_details = next(d for d in found if "problem details" in d.content)
+    assert "Errors must use" in problem_details.content
+    assert problem_details.properties["strength"] == "SHOULD"
+    assert not any(d.content.startswith("Errors must use") for d in found), "not a MUST of its own"
+
+
+def test_a_marked_item_inside_a_directive_subsection_is_its_own_directive() -> None:
+    text = (
+        "# Rules\n\n## Directives\n\n### [SHOULD] Keep handlers thin\n\n"
+        "**When to apply**: writing a request handler.\n\n"
+        "Handlers parse, call one service function and render.\n\n"
+        "- [MUST NOT] Open a database transaction in a handler.\n\n"
+        "## Rationale\n\nThin handlers must be easy to test.\n"
+    )
+    found = directives("docs/rules/handlers.md", text)
+
+    assert [(d.properties["strength"], d.content) for d in found] == [
+        ("SHOULD", "Keep handlers thin: Handlers parse, call one service function and render."),
+        ("MUST", "Open a database transaction in a handler."),
+    ]
+    assert found[1].properties["negated"] is True
+    assert found[1].properties["conditions"] == ["writing a request handler"]
+    assert found[1].properties["section"] == "Keep handlers thin"

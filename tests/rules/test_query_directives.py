@@ -465,3 +465,88 @@ async def test_a_graph_shows_no_musts_of_a_file_its_budget_left_out(rules: Runti
         assert graph.directives == (), f"budget {budget}: no node of the graph has a file"
         assert "## Project rules (MUST)" not in graph.rendering
     assert dropped, "some budget leaves the file out"
+
+
+SEED_003 = Path(__file__).resolve().parents[1] / "directives" / "data" / "seed003-api-input.md"
+
+
+@pytest.fixture
+async def seed_rules(runtime: Runtime) -> Runtime:
+    """A project whose only rule file is written as the seed-003 template writes them:
+    ``### [MUST] ...`` subsections, each with a ``**When to apply**:`` line."""
+    target = runtime.settings.project_root / "docs" / "rules" / "api-input.md"
+    target.parent.mkdir(parents=True)
+    shutil.copy(SEED_003, target)
+    report = await ingest_paths(runtime, None)
+    assert not [p for p in report.problems if p.severity == "error"], report.problems
+    return runtime
+
+
+async def test_a_must_whose_condition_matches_the_task_is_served_whatever_the_layer(
+    seed_rules: Runtime,
+) -> None:
+    """Issue 30 item 4: the MUST's "When to apply" line is nearly the task's words; layer
+    detection guesses 1-Presentation (for "endpoint") while the file says 2-Application."""
+    served = await query_directives(
+        seed_rules, task="handle user input in an API endpoint and validate the request body"
+    )
+
+    assert served.detected.layer != "2-Application", "the case is the layer guessed wrong"
+    texts = [d["text"] for d in served.directives]
+    assert any(t.startswith("Validate all input at the boundary") for t in texts), texts
+    validate = next(d for d in served.directives if d["text"].startswith("Validate all input"))
+    assert validate["strength"] == "MUST"
+    assert validate["source"] == "docs/rules/api-input.md:15"
+
+
+async def test_a_condition_match_serves_a_must_not_a_should_or_a_may(seed_rules: Runtime) -> None:
+    served = await query_directives(
+        seed_rules, task="reject a request at a public endpoint versioned for older clients"
+    )
+
+    strengths = {d["text"].split(":")[0]: d["strength"] for d in served.directives}
+    assert "Accept unknown fields in lenient mode" not in strengths, strengths
+    # The same task with its layer given is scored as before: the layer term, not a bypass.
+    with_layer = await query_directives(
+        seed_rules, task="reject a request at a public endpoint versioned for older clients",
+        layer="2",
+    )  # fmt: skip
+    assert any(d["strength"] == "SHOULD" for d in with_layer.directives)
+
+
+async def test_a_strict_layer_still_rules_out_a_must_whose_condition_matches(
+    seed_rules: Runtime,
+) -> None:
+    served = await query_directives(
+        seed_rules, task="handle user input in an API endpoint and validate the request body",
+        layer="1-Presentation", strict_layer=True,
+    )  # fmt: skip
+
+    assert served.directives == []
+
+
+async def test_a_must_is_served_on_its_condition_alone_when_layer_and_topics_miss(
+    runtime: Runtime,
+) -> None:
+    """No authority, no shared topic, another layer: only the condition says it applies."""
+    rules = runtime.settings.project_root / "docs" / "rules" / "outbox.md"
+    rules.parent.mkdir(parents=True)
+    rules.write_text(
+        "# Outbox\n\n## Metadata\n- **Layer**: 3-Domain\n- **Topics**: consistency\n"
+        "- **Severity**: high\n\n## Directives\n\n"
+        "### [MUST] Send every customer message through the outbox table\n\n"
+        "**When to apply**: sending a message to a customer from an HTTP handler.\n\n"
+        "The outbox relay delivers it after the transaction commits.\n\n"
+        "### [SHOULD] Keep outbox payloads under 64 KB\n\n"
+        "**When to apply**: sending a message to a customer from an HTTP handler.\n"
+    )
+    await ingest_paths(runtime, None)
+
+    served = await query_directives(runtime, task="send a message to a customer from the handler"
+                                    " of the HTTP route")  # fmt: skip
+
+    assert served.detected.layer == "1-Presentation"
+    assert [(d["strength"], d["text"].split(":")[0]) for d in served.directives] == [
+        ("MUST", "Send every customer message through the outbox table")
+    ], "the MUST on its condition; the SHOULD still needs its relevance"
+    assert served.directives[0]["parts"]["layer"] == 0.0
