@@ -38,6 +38,20 @@ class Reading:
     text: str  # the statement without its marker
 
 
+_LEADING_NEGATION = re.compile(r"^(?:never|do not|don't|no|not|avoid)\b", re.IGNORECASE)
+
+
+def _with_not(rest: str) -> str:
+    """The statement of a ``[MUST NOT]`` with its negation written out: served under its
+    strength's heading, "Name a denied node" would say the opposite of the rule."""
+    if not rest or _LEADING_NEGATION.match(rest):
+        return rest
+    first, _, tail = rest.partition(" ")
+    if len(first) > 1 and not first[1:].islower():
+        return f"Do not: {rest}"  # an acronym or a name: not a verb to lower-case
+    return f"Do not {first[:1].lower()}{first[1:]}" + (f" {tail}" if tail else "")
+
+
 def _pattern(words: tuple[str, ...]) -> re.Pattern[str]:
     ordered = sorted(set(words), key=lambda w: (-len(w), w))
     return re.compile(r"\b(?:" + "|".join(re.escape(w) for w in ordered) + r")\b", re.IGNORECASE)
@@ -57,6 +71,8 @@ class StrengthReader:
             word = marker.group(1).upper()
             rest = statement[marker.end() :].strip()
             negated = word.endswith(" NOT") or bool(_NEGATIONS.search(rest))
+            if word.endswith(" NOT"):
+                rest = _with_not(rest)
             strength: Strength
             if word.startswith(("MUST", "SHALL", "REQUIRED")):
                 strength = "MUST"

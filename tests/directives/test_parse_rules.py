@@ -252,8 +252,26 @@ def test_a_marked_item_inside_a_directive_subsection_is_its_own_directive() -> N
 
     assert [(d.properties["strength"], d.content) for d in found] == [
         ("SHOULD", "Keep handlers thin: Handlers parse, call one service function and render."),
-        ("MUST", "Open a database transaction in a handler."),
+        ("MUST", "Do not open a database transaction in a handler."),
     ]
     assert found[1].properties["negated"] is True
     assert found[1].properties["conditions"] == ["writing a request handler"]
     assert found[1].properties["section"] == "Keep handlers thin"
+
+
+def test_a_must_not_marker_keeps_its_not_in_the_text_an_agent_is_served() -> None:
+    """``[MUST NOT] Name a denied node`` was served under MUST as "Name a denied node": the
+    opposite of the rule. The negation the marker carried stays in the statement."""
+    reader = StrengthReader()
+
+    assert reader.read("[MUST NOT] Name a policy-denied node.").text == (
+        "Do not name a policy-denied node."
+    )
+    assert reader.read("[SHOULD NOT] use `print` for logs").text == "Do not use `print` for logs"
+    assert reader.read("[MUST NOT] MCP tools return raw rows").text == (
+        "Do not: MCP tools return raw rows"
+    )
+    assert reader.read("[MUST NOT] Never log tokens").text == "Never log tokens"
+    assert reader.read("[MUST] Log every request").text == "Log every request"
+    found = directives("docs/rules/api-input.md", SEED_003)
+    assert found[1].content.startswith("Do not trust client-supplied identifiers")
