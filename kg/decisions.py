@@ -106,7 +106,8 @@ async def record_decision(
         check_text("session_id", metadata.session_id, 200)
     if references:  # paths, requirement ids and entity names, as every tool takes them
         async with rt.reader().snapshot() as snap:
-            references = await (await snap.governed()).resolve(list(references))
+            governed = await snap.governed()
+            references = await governed.resolve_known(list(references), "referenced node")
     graph_ids = list(dict.fromkeys(context_graph_ids))
     rules = await _served_directives(rt, [g for g in graph_ids if g.startswith(SERVED_PREFIX)])
     async with rt.reader().records() as records:

@@ -16,7 +16,6 @@ from kg.embeddings.cache import query_vector
 from kg.errors import ValidationError
 from kg.projections.graph_reader import EdgeRow, NodeRow
 from kg.ranking import content_factor, copy_of, prior
-from kg.read.code_anchors import is_code_location, resolve_code_anchors
 from kg.read.governed import Admitted, edge_view
 from kg.read.models import (
     GraphPath,
@@ -125,8 +124,8 @@ async def get_entity_neighbors(
     direction: str = "both",
     limit: int = 100,
 ) -> Neighbourhood:
-    """Nodes within ``depth`` hops of ``node_id`` (an id or an entity's name; one query per
-    hop), with the edges between."""
+    """Nodes within ``depth`` hops of ``node_id`` (any name :mod:`kg.read.names` reads; one
+    query per hop), with the edges between."""
     if direction not in DIRECTIONS:
         raise ValidationError(f"direction {clip(direction)} is unknown: use out, in or both")
     check_text("node_id", node_id, MAX_ID_CHARS)
@@ -134,8 +133,6 @@ async def get_entity_neighbors(
     _check_range("depth", depth, 1, 3)
     _check_range("limit", limit, 1, 500)
     async with rt.reader().snapshot() as snap:
-        if is_code_location(node_id):  # ``src/shop/checkout.py:42``: the symbol there
-            node_id = (await resolve_code_anchors(snap.conn, rt.scope, [node_id]))[0]
         governed = await snap.governed()
         start = await governed.start(node_id)
         node_id = start.node_id  # a name given becomes its id

@@ -14,7 +14,8 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from kg.errors import NotFoundError, PolicyDeniedError, ValidationError
+from kg.errors import PolicyDeniedError, ValidationError
+from kg.read.names import UnknownNodeError
 from kg.events.decision import DecisionRecorded
 from kg.read.governed import Governed
 from kg.read.records import GraphRecord, Records
@@ -241,6 +242,12 @@ class _Tracer:
             await self.downstream(later, depth - 1)
 
 
+DECISION_FIX = (
+    "lineage starts from a decision: use the decision_id record_decision returned "
+    "(or decision:ID; `kg audit trail` lists them)"
+)
+
+
 async def trace_decision_lineage(
     rt: Runtime, decision_id: str, direction: str = "upstream", depth: int = 3
 ) -> Lineage:
@@ -260,9 +267,16 @@ async def trace_decision_lineage(
         if node_id in governed.withheld:
             raise PolicyDeniedError(f"access to {clip(node_id)} is denied by policy")
         if not found:
-            raise NotFoundError(
-                f"decision {clip(node_id)} not found in this project: use the decision_id "
-                "returned by record_decision"
+            # Named some other way (a path, an entity)? Say what it names; else the one
+            # "not found" of every tool (kg.read.names).
+            try:
+                other = (await governed.resolve_known([decision_id]))[0]
+            except UnknownNodeError:
+                other = node_id
+            if other == node_id:
+                raise UnknownNodeError([node_id], "decision", DECISION_FIX) from None
+            raise ValidationError(
+                f"{clip(decision_id)} names {clip(other)}, not a decision: {DECISION_FIX}"
             )
         lineage.add(found[0])
         if direction in ("upstream", "both"):

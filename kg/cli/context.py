@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
@@ -23,7 +24,13 @@ context_app = typer.Typer(help="Build and use context graphs.", no_args_is_help=
 
 @context_app.command("build")
 def build(
-    anchor: list[str] = typer.Option(None, "--anchor", "-a", help="Anchor node id (repeatable)."),
+    anchor: list[str] = typer.Option(
+        None,
+        "--anchor",
+        "-a",
+        help="Anchor node (repeatable): an id, a path (docs/prd.md, docs/prd.md#goals, "
+        "src/app.py:42), a requirement id (FR1) or an entity name.",
+    ),
     task: str = typer.Option(None, "--task", "-t", help="Task text (semantic, policy_first)."),
     mode: str = typer.Option(
         None, help="anchor, semantic or policy_first (default: anchor with anchors, else semantic)."
@@ -50,11 +57,14 @@ def build(
     as_json: bool = typer.Option(False, "--json", help="Print the whole result as JSON."),
 ) -> None:
     """Build a context graph, log it, and print its Markdown rendering (or JSON)."""
+    from kg.cli.inspect_node import resolve_nodes
     from kg.config import Settings
     from kg.context.service import build_context_graph
     from kg.events import EventMetadata
     from kg.host.database import open_runtime
 
+    settings = Settings.from_env()
+    anchor = resolve_nodes(anchor, settings.project_root, Path.cwd())
     request = run_parse(
         anchors=anchor or None,
         task=task,
@@ -63,7 +73,7 @@ def build(
         max_depth=max_depth,
         max_edges=max_edges,
         max_content_chars=max_content_chars,
-        token_budget=token_budget or Settings.from_env().token_budget,
+        token_budget=token_budget or settings.token_budget,
         node_types=node_type or None,
         edge_types=edge_type or None,
         policies=policy or None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
@@ -27,18 +28,24 @@ def record(
     context_graph: list[str] = typer.Option(
         None, "--context-graph", "-g", help="Informing graph id."
     ),
-    ref: list[str] = typer.Option(None, "--ref", help="Referenced node id."),
+    ref: list[str] = typer.Option(
+        None,
+        "--ref",
+        help="Referenced node (repeatable): an id, a path, path:line, FR1 or an entity name.",
+    ),
     supersedes: list[str] = typer.Option(None, help="Superseded decision node id."),
     actor: str = typer.Option("kg cli", help="Who decided."),
 ) -> None:
     """Record a decision and what informed it (DecisionRecorded)."""
+    from kg.cli.inspect_node import resolve_nodes
     from kg.decisions import record_decision
     from kg.events import EventMetadata
     from kg.host.database import open_runtime
 
     async def go() -> None:
         async with open_runtime() as rt:
-            await allowed(rt, "record_decision", [*(ref or ()), *(supersedes or ())])
+            refs = resolve_nodes(ref, rt.settings.project_root, Path.cwd())
+            await allowed(rt, "record_decision", [*refs, *(supersedes or ())])
             decision = await record_decision(
                 rt,
                 text=text,
@@ -46,7 +53,7 @@ def record(
                 decision_type=decision_type,
                 confidence=confidence,
                 context_graph_ids=context_graph or (),
-                references=ref or (),
+                references=refs,
                 supersedes=supersedes or (),
                 metadata=EventMetadata(actor=actor),
             )

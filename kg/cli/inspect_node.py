@@ -22,27 +22,28 @@ if TYPE_CHECKING:  # the models load with the command's run, not with `kg --help
     from kg.read.models import Neighbourhood, NodeView
 
 _NODE_ID = re.compile(r"^[a-z][a-z0-9_]{0,39}:")
-_MD = re.compile(r"\.(md|markdown)(#|$)", re.IGNORECASE)
+#: a path as a developer types it: with a slash, or a file name with an extension
+_PATHLIKE = re.compile(r"^(?:[^\s:#]*/[^\s:#]*|[^\s:#/]+\.[A-Za-z0-9]{1,10})(?:#.*|:\d{1,7})?$")
 
 
 def resolve_node(text: str, root: Path, cwd: Path) -> str:
-    """A node id from what a developer types: an id, a Markdown path (with an optional
-    ``#anchor``, relative to ``cwd``), or a requirement id such as ``FR13``."""
+    """What a developer typed, as :mod:`kg.read.names` reads it (which resolves it, in one
+    place for every command and tool): a path relative to ``cwd`` becomes relative to the
+    project root, keeping its ``#anchor`` or ``:line``; anything else is passed on as it is."""
     from kg.ingest.files import project_relpath
-    from kg.ingest.schema_map import load_schema_map
-    from kg.parsed.model import document_id, requirement_id, section_id
 
-    if _NODE_ID.match(text):
+    if _NODE_ID.match(text) or not _PATHLIKE.match(text):
         return text
-    if _MD.search(text):
-        path, _, anchor = text.partition("#")
-        rel = project_relpath(root, cwd / path)
-        if rel is not None:
-            return section_id(rel, anchor.lower()) if anchor else document_id(rel)
-    req = load_schema_map(root).requirements.leading(text)
-    if req is not None and req.raw.strip() == text.strip():
-        return requirement_id(req.canonical)
-    return text
+    cut = min((i for i in (text.find("#"), text.rfind(":")) if i > 0), default=len(text))
+    if "/" not in text[:cut] and not (cwd / text[:cut]).exists():
+        return text  # ``charge.succeeded``: an event's name, not a file here
+    rel = project_relpath(root, cwd / text[:cut])
+    return text if rel is None else rel + text[cut:]
+
+
+def resolve_nodes(texts: Sequence[str] | None, root: Path, cwd: Path) -> list[str]:
+    """:func:`resolve_node` of each."""
+    return [resolve_node(t, root, cwd) for t in texts or ()]
 
 
 def _label(view: NodeView, *, content: bool = False) -> str:

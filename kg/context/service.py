@@ -18,7 +18,6 @@ from kg.embeddings.base import EmbeddingProvider
 from kg.errors import NotFoundError, ValidationError
 from kg.events import AppendResult, ContextGraphBuilt, ContextGraphUsed, EventMetadata
 from kg.events.base import describe_validation_error
-from kg.read.code_anchors import is_code_location, resolve_code_anchors
 from kg.read.reader import Reader, Snapshot
 from kg.runtime import Runtime
 from kg.telemetry import traced
@@ -107,12 +106,14 @@ def _needs_embedder(request: ContextRequest) -> bool:
 
 
 async def resolve_anchors(rt: Runtime, request: ContextRequest) -> ContextRequest:
-    """The request with anchors given as entity names (``Charge``) replaced by their node ids,
-    so the logged request re-derives the same graph (:mod:`kg.read.names`)."""
+    """The request with anchors given by name (a path, ``path:line``, ``FR1``, ``Charge``)
+    replaced by their node ids, so the logged request re-derives the same graph; an anchor
+    that names nothing is the one typed error of :mod:`kg.read.names`."""
     if not request.anchors:
         return request
     async with rt.reader().snapshot() as snap:
-        anchors = tuple(await (await snap.governed()).resolve(request.anchors))
+        governed = await snap.governed()
+        anchors = tuple(await governed.resolve_known(request.anchors, "anchor node"))
     if anchors == request.anchors:
         return request
     return request.model_copy(update={"anchors": anchors})
@@ -127,9 +128,6 @@ async def build_context_graph(
     request = await resolve_anchors(rt, request)
     embedder = rt.embedder if _needs_embedder(request) else None
     async with rt.reader().snapshot() as snap:
-        if any(is_code_location(a) for a in request.anchors):  # ``path:line`` names a symbol
-            anchors = await resolve_code_anchors(snap.conn, rt.scope, request.anchors)
-            request = request.model_copy(update={"anchors": anchors})
         graph = await build_with_rules(snap, id(rt.app_pool), request, embedder)
     graph_id = f"cg_{uuid.uuid4().hex}"
     event = ContextGraphBuilt(

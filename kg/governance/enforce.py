@@ -13,7 +13,7 @@ import getpass
 import os
 from collections.abc import Sequence
 
-from kg.errors import ActionRefusedError
+from kg.errors import ActionRefusedError, KgError
 from kg.events import ActionRefused, EventMetadata
 from kg.governance.parts import PolicyParts
 from kg.policies.actions import Refusal, Subject, authorize
@@ -52,6 +52,12 @@ async def check(
         policies = governed.governance.policies
         if not any(p.gates for p in policies.values()):
             return None
+        # A node named by its path or name is decided as that node (kg.read.names); a name
+        # that names nothing or several is the tool's own error, once the guard passed.
+        try:
+            wanted = list(dict.fromkeys(await governed.resolve(wanted)))
+        except KgError:
+            pass
         found = {s.node_id: s for s in await governed.subjects(wanted)}
     subjects = [found.get(n, Subject(n)) for n in wanted]
     return authorize(policies, actor, action, subjects)

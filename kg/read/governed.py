@@ -18,7 +18,7 @@ from kg.policies.model import NodeVerdict
 from kg.policies.redaction import Visible, visible
 from kg.projections.graph_reader import EdgeRow, GraphReader, NodeRow
 from kg.read.models import EdgeView, NodeView
-from kg.read.names import resolve_all
+from kg.read.names import resolve_all, resolve_known
 from kg.search import SearchHit, search_in_transaction
 from kg.validation import clip
 
@@ -140,16 +140,18 @@ class Governed:
         a reference naming nothing comes back as it is (see :mod:`kg.read.names`)."""
         return await resolve_all(self._graph, self.governance, refs)
 
+    async def resolve_known(self, refs: Sequence[str], what: str = "node") -> list[str]:
+        """:meth:`resolve`, with the one typed error (:class:`kg.read.names.UnknownNodeError`)
+        for references that name nothing."""
+        return await resolve_known(self._graph, self.governance, refs, what)
+
     async def start(self, ref: str) -> Admitted:
-        """The node a query starts from (an id, or an entity's name): a typed error when it is
-        missing, denied, or a name several entities share."""
-        node_id = (await self.resolve([ref]))[0]
+        """The node a query starts from (any name :mod:`kg.read.names` reads): a typed error
+        when it is missing, denied, or a name several entities share."""
+        node_id = (await self.resolve_known([ref]))[0]
         rows = await self._graph.nodes([node_id])
-        if not rows:
-            raise NotFoundError(
-                f"node {clip(ref)} not found in this project: check the id or entity name "
-                "(query_knowledge_graph finds nodes)"
-            )
+        if not rows:  # gone since it was resolved
+            raise NotFoundError(f"node {clip(ref)} not found in this project")
         admitted = self._admit(rows[0])
         if admitted is None:
             raise PolicyDeniedError(f"access to {clip(node_id)} is denied by policy")

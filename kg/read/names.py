@@ -1,14 +1,19 @@
 """Node references by name: ``Charge`` for ``apiobject:charge``, wherever a tool takes an id.
 
 The one place a reference to a node is resolved, for every command and tool that takes one
-(inspect, neighbours, paths, context-build anchors, decision references). A reference that is
-a node id is taken as it is. A project-relative Markdown path names its document
-(``docs/prd.md``) or, with an anchor, its section (``docs/prd.md#goals``), and a requirement
-id names its requirement (``FR1``, ``FR-1``), when that node exists. Otherwise it is read as
-the name of an extracted entity (:mod:`kg.ingest.entities`), matched on the same normalised
-key ingestion merges spellings with (``Charges``, ``charge`` and ``**Charge**`` are one
-name). Denied entities are never candidates, so an error never names them; several candidates make a
-:class:`~kg.errors.ValidationError` that lists them, so the caller can pick an id.
+(inspect, get_node, neighbours, paths, context-build anchors, decision references, lineage,
+the action guard). A reference that is a node id is taken as it is. A project-relative path
+names its file (``docs/prd.md``, ``src/shop/checkout.py``), a Markdown path with an anchor its
+section (``docs/prd.md#goals``), a source location the innermost class or function there
+(``src/shop/checkout.py:42``, else the file: :mod:`kg.read.code_anchors`), and a requirement
+id its requirement (``FR1``, ``FR-1``), when that node exists. Otherwise it is read as the
+name of an extracted entity (:mod:`kg.ingest.entities`), matched on the same normalised key
+ingestion merges spellings with (``Charges``, ``charge`` and ``**Charge**`` are one name).
+
+A reference that names nothing is an :class:`UnknownNodeError` and one that names several an
+:class:`AmbiguousNameError` (listing the candidates, so the caller can pick an id), with the
+same words whichever command or tool was given it. Denied entities are never candidates, so
+an error never names them.
 """
 
 from __future__ import annotations
@@ -18,23 +23,46 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from kg.errors import ValidationError
-from kg.validation import clip
+from kg.errors import NotFoundError, ValidationError
+from kg.read.code_anchors import is_code_location, resolve_code_anchors
+from kg.validation import clip, clip_many
 
 if TYPE_CHECKING:
     from kg.policies.evaluate import Governance
     from kg.projections.graph_reader import GraphReader
 
 MAX_LISTED = 10
+#: How a node may be named: said by every "not found" (the fix the error names).
+HOW_TO_NAME = (
+    "name it by its node id, a project-relative path (docs/prd.md, docs/prd.md#goals, "
+    "src/app.py:42), a requirement id (FR1) or an entity name; `kg query TEXT` or the "
+    "query_knowledge_graph tool finds nodes"
+)
+
+
+class UnknownNodeError(NotFoundError):
+    """A reference to a node named no node of the project (visible to the caller)."""
+
+    def __init__(self, refs: Sequence[str], what: str = "node", fix: str = HOW_TO_NAME) -> None:
+        self.refs = tuple(refs)
+        plural = "s" if len(self.refs) > 1 else ""
+        super().__init__(f"{what}{plural} {clip_many(self.refs)} not found in this project: {fix}")
+
+
+class AmbiguousNameError(ValidationError):
+    """A name several visible nodes answer to; the message lists them."""
 
 
 _MARKDOWN = re.compile(r"\.(?:md|markdown|mdx)(?:#|$)", re.IGNORECASE)
+#: ``dir/name.ext`` or ``name.ext``, with an optional ``:line``
+_FILE = re.compile(r"^[^\s:#]*[^\s:#/]\.[A-Za-z0-9]{1,10}(?::\d{1,7})?$")
 _REQUIREMENT = re.compile(r"^([A-Za-z]{1,16})[-_ ]?(\d{1,9}(?:\.\d{1,9})*)$")
 
 
 def spelled_ids(ref: str) -> list[str]:
     """The node ids a reference may spell other than as an id: a Markdown path's document or
-    section, a requirement's id (canonical: upper-case prefix, a hyphen)."""
+    section, another file's document (``path`` or ``path:line``), a requirement's id
+    (canonical: upper-case prefix, a hyphen)."""
     text = ref.strip()
     found = []
     if _MARKDOWN.search(text):
@@ -42,19 +70,46 @@ def spelled_ids(ref: str) -> list[str]:
         path = posixpath.normpath(path)
         if not path.startswith(("/", "../")) and path != "..":
             found.append(f"section:{path}#{anchor.lower()}" if anchor else f"document:{path}")
+    elif _FILE.match(text):  # any other file: its document (code, YAML, text)
+        path, _, line = text.partition(":")
+        path = posixpath.normpath(path)
+        if not path.startswith(("/", "../")) and path != ".." and (not line or line.isdigit()):
+            found.append(f"document:{path}")
     requirement = _REQUIREMENT.match(text)
     if requirement:
         found.append(f"requirement:{requirement.group(1).upper()}-{requirement.group(2)}")
     return found
 
 
+async def resolve_known(
+    reader: GraphReader, gov: Governance, refs: Sequence[str], what: str = "node"
+) -> list[str]:
+    """:func:`resolve_all`, and an :class:`UnknownNodeError` naming every reference that
+    names no node (``what``: how the caller calls them, "anchor node", "referenced node")."""
+    resolved, unknown = await _resolve(reader, gov, refs)
+    if unknown:
+        raise UnknownNodeError(unknown, what)
+    return resolved
+
+
 async def resolve_all(reader: GraphReader, gov: Governance, refs: Sequence[str]) -> list[str]:
     """The node id each reference stands for (``ref`` itself when it names nothing: the caller
-    reports it as not found, in its own words); one query for the ids, one for the names.
-    Used by :meth:`kg.read.governed.Governed.resolve`."""
+    decides what that means). Used by :meth:`kg.read.governed.Governed.resolve`."""
+    return (await _resolve(reader, gov, refs))[0]
+
+
+async def _resolve(
+    reader: GraphReader, gov: Governance, refs: Sequence[str]
+) -> tuple[list[str], list[str]]:
+    """The node ids, and the references that named nothing. One query for the ids, one for
+    the spelled ids, one per source location (few), one for the names."""
     known = {r.node_id for r in await reader.nodes(list(refs))}
     rest = [r for r in dict.fromkeys(refs) if r not in known]
     spelled = {ref: spelled_ids(ref) for ref in rest}
+    for ref in rest:
+        if ":" in ref and is_code_location(ref):  # ``src/app.py:42``: the symbol there first
+            located = (await resolve_code_anchors(reader.conn, reader.scope, [ref]))[0]
+            spelled[ref] = list(dict.fromkeys([located, *spelled[ref]]))
     wanted = sorted({c for ids in spelled.values() for c in ids})
     existing = {r.node_id for r in await reader.nodes(wanted)} if wanted else set()
     resolved: dict[str, str] = {}
@@ -64,7 +119,7 @@ async def resolve_all(reader: GraphReader, gov: Governance, refs: Sequence[str])
             resolved[ref] = hit
     names = [r for r in rest if r not in resolved]
     if not names:
-        return [resolved.get(ref, ref) for ref in refs]
+        return [resolved.get(ref, ref) for ref in refs], []
     # Imported here: the read path loads the parser's package only when a name is looked up.
     from kg.read.entity_names import lookup_keys
 
@@ -80,8 +135,9 @@ async def resolve_all(reader: GraphReader, gov: Governance, refs: Sequence[str])
         elif found:
             listed = ", ".join(f"{r.node_id} ({r.node_type})" for r in found[:MAX_LISTED])
             more = f" and {len(found) - MAX_LISTED} more" if len(found) > MAX_LISTED else ""
-            raise ValidationError(
+            raise AmbiguousNameError(
                 f"the name {clip(ref)} is ambiguous: it matches {listed}{more}; "
                 "pass one of these node ids instead"
             )
-    return [resolved.get(ref, ref) for ref in refs]
+    unknown = [ref for ref in rest if ref not in resolved]
+    return [resolved.get(ref, ref) for ref in refs], unknown
