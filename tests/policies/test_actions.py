@@ -87,3 +87,28 @@ async def test_the_guard_leaves_ids_that_cannot_be_nodes_to_the_tools_own_valida
     assert await check(shop, "mcp:x", "get_node", ["a\x00b", "x" * 5000, "\ud800"]) is None
     refused = await check(shop, "mcp:x", "get_node", ["section:docs/legal/a.md#b", "a\x00b"])
     assert refused is not None and refused.refused_ids == ("section:docs/legal/a.md#b",)
+
+
+async def test_the_guard_decides_a_node_named_by_its_path_as_that_node(runtime: Runtime) -> None:
+    """Issue 30 item 7: tools take paths and names; the guard resolves them the same way, so
+    a gated section named ``docs/legal/nda.md#terms`` is refused like its id."""
+    from kg.ingest.service import ingest_paths
+
+    legal = runtime.settings.project_root / "docs" / "legal" / "nda.md"
+    legal.parent.mkdir(parents=True)
+    legal.write_text("# NDA\n\n## Terms\n\nConfidential for five years.\n")
+    await ingest_paths(runtime, None)
+    await runtime.store.append(
+        runtime.scope,
+        "policies",
+        [PolicyDefined(policy_id="policy:team", name="team", rule=LEGAL_TEAM.rule)],
+        metadata=EventMetadata(actor="pytest"),
+    )
+
+    for name, node_id in [
+        ("docs/legal/nda.md#terms", "section:docs/legal/nda.md#terms"),
+        ("docs/legal/nda.md", "document:docs/legal/nda.md"),
+    ]:
+        refused = await check(runtime, "mcp:x", "get_node", [name])
+        assert refused is not None and refused.refused_ids == (node_id,), name
+        assert await check(runtime, "mcp:legal-bot", "get_node", [name]) is None
