@@ -73,6 +73,14 @@ SessionId = Annotated[
 ]
 
 
+#: How every tool names a node (one resolver: kg.read.names).
+NODE_NAME = (
+    "an id ('component:checkout'), a path ('docs/prd.md', 'docs/prd.md#goals'), a source "
+    "location ('src/shop/checkout.py:42': the function or class there), a requirement id "
+    "('FR1') or an extracted entity's name ('Charge')"
+)
+
+
 def structured(model: BaseModel | dict[str, Any], text: str | None = None) -> CallToolResult:
     """A result with ``model`` (or data already shaped like an output model) as structured
     content and, for the model reading the text content, ``text`` or else the same data as
@@ -98,12 +106,7 @@ async def build_context_graph(
     ctx: KgContext,
     anchors: Annotated[
         Anchors,
-        Field(
-            description="Node ids to start from, e.g. 'component:checkout' or "
-            "'function:src/shop/checkout.py#Checkout.pay', a source location "
-            "'src/shop/checkout.py:42' (the function or class there), or extracted entities' "
-            "names, e.g. 'Charge'"
-        ),
+        Field(description="The nodes to start from, each " + NODE_NAME),
     ] = (),
     task: Annotated[
         QueryStr | None, Field(description="What you are doing, in a sentence or two")
@@ -237,7 +240,9 @@ async def record_decision(
             "query_directives results (ds_...) whose rules it followed"
         ),
     ] = (),
-    references: Annotated[NodeIds, Field(description="Other nodes the decision refers to")] = (),
+    references: Annotated[
+        NodeIds, Field(description="Other nodes the decision refers to, each " + NODE_NAME)
+    ] = (),
     supersedes: Annotated[
         NodeIds, Field(description="Earlier decisions it replaces ('decision:...')")
     ] = (),
@@ -316,7 +321,7 @@ async def query_knowledge_graph(
 
 async def get_node(
     ctx: KgContext,
-    node_id: Annotated[str, Field(description="The node's id, e.g. from a context graph")],
+    node_id: Annotated[str, Field(description="The node: " + NODE_NAME)],
 ) -> Annotated[CallToolResult, NodeOut]:
     """One node in full: its whole content (a context graph shows only the passages of a long
     section that match the task, marked partial), properties and heading path. Policy-checked."""
@@ -336,10 +341,7 @@ async def get_entity_neighbors(
     ctx: KgContext,
     node_id: Annotated[
         Id,
-        Field(
-            description="The node to start from: an id, a source location 'path:line', or an "
-            "entity's name ('Charge')"
-        ),
+        Field(description="The node to start from: " + NODE_NAME),
     ],
     edge_types: Annotated[
         NodeIds, Field(description="Only follow these edge types (CALLS: callers and callees)")
@@ -362,8 +364,8 @@ async def get_entity_neighbors(
 
 async def find_path(
     ctx: KgContext,
-    source: Annotated[Id, Field(description="Start node id, or an entity's name")],
-    target: Annotated[Id, Field(description="End node id, or an entity's name")],
+    source: Annotated[Id, Field(description="The start node: " + NODE_NAME)],
+    target: Annotated[Id, Field(description="The end node: " + NODE_NAME)],
     max_depth: Annotated[int, Field(ge=1, le=6, description="Longest path searched")] = 4,
 ) -> Annotated[CallToolResult, PathOut]:
     """The shortest path between two nodes over edges of any type and direction, never through

@@ -9,6 +9,7 @@ The MCP tools and the CLI commands call :func:`require` first thing, with the ac
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import os
 from collections.abc import Sequence
@@ -54,10 +55,8 @@ async def check(
             return None
         # A node named by its path or name is decided as that node (kg.read.names); a name
         # that names nothing or several is the tool's own error, once the guard passed.
-        try:
+        with contextlib.suppress(KgError):
             wanted = list(dict.fromkeys(await governed.resolve(wanted)))
-        except KgError:
-            pass
         found = {s.node_id: s for s in await governed.subjects(wanted)}
     subjects = [found.get(n, Subject(n)) for n in wanted]
     return authorize(policies, actor, action, subjects)
