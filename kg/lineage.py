@@ -15,9 +15,9 @@ from datetime import datetime
 from typing import Any
 
 from kg.errors import PolicyDeniedError, ValidationError
-from kg.read.names import UnknownNodeError
 from kg.events.decision import DecisionRecorded
 from kg.read.governed import Governed
+from kg.read.names import UnknownNodeError
 from kg.read.records import GraphRecord, Records
 from kg.runtime import Runtime
 from kg.validation import MAX_ID_CHARS, check_text, clip
