@@ -14,6 +14,7 @@ from kg.breadcrumbs import breadcrumb
 from kg.context.staleness import STALE_FACTOR, stale_status
 from kg.embeddings.cache import query_vector
 from kg.errors import ValidationError
+from kg.projections.browse_reader import BrowseReader
 from kg.projections.graph_reader import EdgeRow, NodeRow
 from kg.ranking import content_factor, copy_of, prior
 from kg.read.governed import Admitted, edge_view
@@ -23,6 +24,7 @@ from kg.read.models import (
     Neighbourhood,
     NodeDetail,
     NodeListing,
+    OutlineEntry,
     SearchHit,
     SearchResults,
 )
@@ -33,6 +35,10 @@ from kg.validation import MAX_ID_CHARS, check_text, check_texts, clip
 DIRECTIONS = ("out", "in", "both")
 # get_node returns content up to this (a Markdown file's limit is 2 MB; a section is smaller).
 MAX_NODE_CHARS = 200_000
+#: a document's outline in get_node lists at most this many sections
+MAX_OUTLINE = 100
+DOCUMENT_PREFIX = "document:"
+_OUTLINED = ("section:", "class:", "function:")  # what a document's outline lists
 
 
 def _check_range(name: str, value: int, low: int, high: int) -> None:
@@ -100,9 +106,22 @@ def search_prior(row: NodeRow) -> float:
 
 async def get_node(rt: Runtime, node_id: str) -> NodeDetail:
     """One node in full, policy-checked: the whole content a context graph showed passages of,
-    its properties and where it sits. Redacted: id and type only."""
+    its properties and where it sits; a document's outline (its sections' headings and ids, at
+    most :data:`MAX_OUTLINE`), since its own content is only what precedes its first heading.
+    Redacted: id and type only."""
     async with rt.reader().snapshot() as snap:
-        node = await (await snap.governed()).start(node_id)
+        governed = await snap.governed()
+        node = await governed.start(node_id)
+        outline: list[Admitted] = []
+        more = False
+        if node.node_id.startswith(DOCUMENT_PREFIX) and not node.redacted:
+            parts = await BrowseReader(snap.conn, snap.scope).contained(
+                node.node_id, MAX_OUTLINE + 1
+            )
+            wanted = [r.node_id for r in parts if r.node_id.startswith(_OUTLINED)]
+            more = len(parts) > MAX_OUTLINE
+            admitted = {a.node_id: a for a in await governed.nodes(wanted[:MAX_OUTLINE])}
+            outline = [admitted[i] for i in wanted[:MAX_OUTLINE] if i in admitted]
     view = node.view(content_chars=MAX_NODE_CHARS)
     if node.redacted:
         return NodeDetail(**view.model_dump())
@@ -112,6 +131,17 @@ async def get_node(rt: Runtime, node_id: str) -> NodeDetail:
         properties=dict(shown.properties),
         breadcrumb=breadcrumb(node.node_id, shown.name, dict(shown.properties)),
         content_chars=len(shown.content),
+        outline=[_outline_entry(a) for a in outline],
+        outline_truncated=more,
+        excluded_by_policy=governed.excluded,
+    )
+
+
+def _outline_entry(node: Admitted) -> OutlineEntry:
+    shown = node.visible
+    level = shown.properties.get("level") if not node.redacted else None
+    return OutlineEntry(
+        node_id=node.node_id, name=shown.name, level=level if isinstance(level, int) else 0
     )
 
 

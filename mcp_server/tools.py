@@ -324,11 +324,16 @@ async def get_node(
     node_id: Annotated[str, Field(description="The node: " + NODE_NAME)],
 ) -> Annotated[CallToolResult, NodeOut]:
     """One node in full: its whole content (a context graph shows only the passages of a long
-    section that match the task, marked partial), properties and heading path. Policy-checked."""
+    section that match the task, marked partial), properties and heading path; a document's
+    outline (its sections' headings and ids). Policy-checked."""
     await guard(ctx, "get_node", [node_id])
     found = await graph_queries.get_node(runtime_of(ctx), node_id)
     title = found.breadcrumb or found.name
-    result = structured(found, f"# {title} ({found.node_id})\n\n{found.content}\n")
+    outline = "".join(
+        f"{'  ' * max(0, s.level - 1)}- {s.name} ({s.node_id})\n" for s in found.outline
+    )
+    outline = f"\n## Outline\n\n{outline}" if outline else ""
+    result = structured(found, f"# {title} ({found.node_id})\n\n{found.content}\n{outline}")
     # Where the node's page lives, with its links to neighbours (resources/read).
     link = ResourceLink(
         type="resource_link", uri=uri_of(found.node_id), name=found.node_id, mime_type=MARKDOWN

@@ -62,3 +62,47 @@ async def test_errors_name_the_problem(shop: Runtime) -> None:
         await find_path(shop, "adr:0007", "project:shop", max_depth=50)
     with pytest.raises(ValidationError, match="mode"):
         await query_knowledge_graph(shop, "x", mode="fuzzy")
+
+
+async def test_get_node_of_a_document_gives_its_outline_without_denied_sections(
+    runtime: Runtime,
+) -> None:
+    """Issue 30 item 10: get_node of a document returned only its title."""
+    from kg.events import PolicyDefined
+    from kg.graph_queries import MAX_OUTLINE, get_node
+    from kg.ingest.service import ingest_paths
+    from kg.policies.model import PolicyRule
+
+    doc = runtime.settings.project_root / "docs" / "prd.md"
+    doc.parent.mkdir(parents=True)
+    doc.write_text(
+        "# PRD\n\nThe product.\n\n## Goals\n\nShip.\n\n### Non-goals\n\nNone.\n\n"
+        "## Secret plans\n\nHidden.\n\n## Risks\n\nFew.\n"
+    )
+    await ingest_paths(runtime, None)
+
+    found = await get_node(runtime, "docs/prd.md")
+    assert [(s.node_id, s.name, s.level) for s in found.outline] == [
+        ("section:docs/prd.md#prd", "PRD", 1),
+        ("section:docs/prd.md#goals", "Goals", 2),
+        ("section:docs/prd.md#non-goals", "Non-goals", 3),
+        ("section:docs/prd.md#secret-plans", "Secret plans", 2),
+        ("section:docs/prd.md#risks", "Risks", 2),
+    ]
+    assert not found.outline_truncated
+
+    await runtime.store.append(runtime.scope, "policies", [PolicyDefined(
+        policy_id="policy:secret", name="secret",
+        rule=PolicyRule(effect="deny", node_ids=("section:docs/prd.md#secret-plans",)),
+    )])  # fmt: skip
+    hidden = await get_node(runtime, "docs/prd.md")
+    assert "secret-plans" not in hidden.model_dump_json() and "Secret" not in str(hidden.outline)
+    assert [s.name for s in hidden.outline] == ["PRD", "Goals", "Non-goals", "Risks"]
+    assert hidden.excluded_by_policy == 1
+
+    long = runtime.settings.project_root / "docs" / "long.md"
+    long.write_text("# Long\n\n" + "".join(f"## Part {i}\n\nText {i}.\n\n" for i in range(120)))
+    await ingest_paths(runtime, None)
+    bounded = await get_node(runtime, "docs/long.md")
+    assert len(bounded.outline) == MAX_OUTLINE and bounded.outline_truncated
+    assert [s.name for s in bounded.outline[:2]] == ["Long", "Part 0"]

@@ -22,6 +22,14 @@ class NodeView(BaseModel):
     redacted: bool
 
 
+class OutlineEntry(BaseModel):
+    """One section (or, in a source file, one class or function) of a document's outline."""
+
+    node_id: str
+    name: str = Field(description="Its heading (redacted: the placeholder)")
+    level: int = Field(default=0, description="Heading level (2 for ##); 0 for code symbols")
+
+
 class NodeDetail(NodeView):
     """One node in full (get_node)."""
 
@@ -29,6 +37,13 @@ class NodeDetail(NodeView):
     properties: dict[str, Any] = Field(default_factory=dict)
     breadcrumb: str = Field(default="", description="A section's file and heading path")
     content_chars: int = Field(default=0, description="Length of the whole content")
+    outline: list[OutlineEntry] = Field(
+        default_factory=list,
+        description="A document's sections (a source file's classes and functions) in order, "
+        "each with its id for get_node; empty for other nodes",
+    )
+    outline_truncated: bool = Field(default=False, description="More sections than listed")
+    excluded_by_policy: int = Field(default=0, description="Outline entries a policy hid")
 
 
 class EdgeView(BaseModel):

@@ -12,7 +12,7 @@ from mcp.client.session import ClientSession
 
 from kg.read.names import HOW_TO_NAME
 from kg.runtime import Runtime
-from tests.mcp.client import call, error_text, ok, server_env, stdio_session
+from tests.mcp.client import call, error_text, ok, server_env, stdio_session, text_of
 from tests.read.test_one_way_to_name_a_node import NAMES, PAY
 from tests.read.test_one_way_to_name_a_node import project as project  # the fixture
 
@@ -57,6 +57,12 @@ async def test_every_tool_reads_every_kind_of_name(
         for tool, (via, answer) in TOOLS.items():
             for name, node_id in NAMES.items():
                 assert answer(ok(await via(session, name))) == node_id, (tool, name)
+        prd = await _get_node(session, "docs/prd.md")  # item 10: a document's outline
+        assert [s["node_id"] for s in ok(prd)["outline"]] == [
+            "section:docs/prd.md#shop-prd", "section:docs/prd.md#orders",
+            "section:docs/prd.md#payments",
+        ]  # fmt: skip
+        assert "- Payments (section:docs/prd.md#payments)" in text_of(prd)
         decided = ok(await _reference(session, "shop/checkout.py:25"))
         out = ok(await call(session, "get_entity_neighbors", node_id=decided["node_id"],
                             direction="out"))  # fmt: skip
