@@ -184,3 +184,38 @@ def test_an_id_holding_a_query_or_fragment_character_goes_through_kg_nodes() -> 
     assert uri_of("errorcode:#42", ("Entity",)) == "kg://nodes/errorcode%3A%2342"
     assert uri_of("document:docs/what?.md") == "kg://nodes/document%3Adocs%2Fwhat%3F.md"
     assert NODE.match(uri_of("section:docs/#x.md#y")) == {"id": "section:docs/#x.md#y"}
+
+
+@pytest.mark.parametrize(
+    "selector",
+    ['paths: ["docs/secret/**"]', "node_types: [Story]"],
+    ids=["by path", "by type"],
+)
+async def test_resources_list_counts_a_document_a_policy_file_denies(
+    runtime: Runtime, db_url: str, tmp_path: Path, selector: str
+) -> None:
+    """Issue 30 item 10: resources/list left a denied document out but reported
+    ``kg/excluded_by_policy: 0`` (here the deny comes from a policy file, by path or type)."""
+    files = {
+        ".kg/policies/deny.yaml": (
+            f"policies:\n  - id: hide\n    name: Hidden\n    effect: deny\n    {selector}\n"
+        ),
+        "docs/open.md": "# Open\n\nEveryone reads this.\n",
+        "docs/secret/stories/plan.md": "# Plan\n\nThe VAULT-SECRET plan.\n",
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    from kg.events import EventMetadata
+    from kg.governance.sync import apply_policy_files
+
+    await apply_policy_files(runtime, EventMetadata(actor="pytest"))  # as kg sync does first
+    report = await ingest_paths(runtime, None)
+    assert not report.errors, report.errors
+    async with stdio_session(server_env(db_url), tmp_path) as session:
+        listed = await session.list_resources()
+    uris = [r.uri for r in listed.resources]
+    assert "kg://documents/docs/open.md" in uris
+    assert not any("secret" in u or "plan" in u.lower() for u in uris), uris
+    assert "VAULT" not in str(listed)
+    assert listed.meta is not None and listed.meta["kg/excluded_by_policy"] == 1  # the document
