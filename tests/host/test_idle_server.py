@@ -117,3 +117,23 @@ def test_commands_racing_the_idle_stop_all_succeed_on_one_server(
     log = (root / ".kg/pgdata/log").read_text(errors="replace")
     assert 'lock file "postmaster.pid" already exists' not in log, "a second server was tried"
     assert servers, "the commands ran on a server"
+
+
+def test_the_first_command_after_the_server_is_killed_succeeds(
+    project: tuple[Path, dict[str, str]],
+) -> None:
+    """Issue 30 A6: the first command after the embedded server was ``kill -9``ed failed with
+    ``Connection refused`` (the next one restarted it). The warm server is killed, its
+    postmaster.pid left behind; the very next ``kg`` works, on a new server."""
+    import signal
+
+    root, env = project
+    server = postmaster(root)
+    assert server is not None
+    os.kill(server, signal.SIGKILL)
+    wait_for(lambda: postmaster(root) is None, "the server died")
+
+    first = kg("status", env=env, cwd=root)
+    assert first.returncode == 0, first.stderr
+    assert "refused" not in first.stderr.lower()
+    assert postmaster(root) not in (None, server), "the first kg started a new server"
