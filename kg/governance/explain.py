@@ -20,6 +20,7 @@ from kg.parsed.model import ParseProblem
 from kg.policies.actions import Subject, gating_for
 from kg.policies.evaluate import Governance
 from kg.policies.model import Policy, document_paths
+from kg.read.names import spelled_ids
 
 
 @dataclass(frozen=True)
@@ -67,9 +68,23 @@ async def _policies_and_rows(
     return governed.governance, {s.node_id: s for s in subjects}
 
 
+async def _node_named(rt: PolicyParts, name: str) -> str:
+    """The node ``name`` names (:mod:`kg.read.names`); one that does not exist (yet) by the
+    id its spelling gives (``docs/a.md`` -> ``document:docs/a.md``), so that path selectors
+    still say what would apply to it."""
+    async with rt.reader().snapshot() as snap:
+        governed = await snap.governed()
+        node_id = (await governed.resolve([name]))[0]
+        if node_id == name and not await governed.subjects([name]):
+            return next(iter(spelled_ids(name)), name)
+    return node_id
+
+
 async def explain_node(rt: PolicyParts, node_id: str) -> Explanation:
-    """Which policies apply to ``node_id`` (it need not exist: path and id selectors still
-    say what would apply to it), through which edge or selector, since which position."""
+    """Which policies apply to ``node_id`` (any name :mod:`kg.read.names` reads; it need not
+    exist: path and id selectors still say what would apply to it), through which edge or
+    selector, since which position."""
+    node_id = await _node_named(rt, node_id)
     gov, rows = await _policies_and_rows(rt, [node_id])
     policies = gov.policies
     subject = rows.get(node_id, Subject(node_id))

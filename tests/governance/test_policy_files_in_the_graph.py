@@ -200,3 +200,29 @@ async def test_a_policy_stored_before_v2_decodes_and_projects_as_it_always_did(
     # ...and the decoded event is v2, its new selectors empty.
     assert (policy.rule.paths, policy.rule.node_ids, policy.rule.actors) == ((), (), ())
     assert policy.origin == "" and policy.rule.labels == ("secret",)
+
+
+async def test_explain_reads_the_names_every_command_reads(runtime: Runtime) -> None:
+    """Issue 30 item 7: `kg policy explain` takes a path, FR1 or a path not ingested yet, and
+    explains the node it names (a path selector still says what would apply)."""
+    from kg.events import EventMetadata, PolicyDefined
+    from kg.ingest.service import ingest_paths
+    from kg.policies.model import PolicyRule
+
+    prd = runtime.settings.project_root / "docs" / "prd.md"
+    prd.parent.mkdir(parents=True)
+    prd.write_text("# PRD\n\n## Billing\n\nFR1 bills monthly.\n")
+    await ingest_paths(runtime, None)
+    rule = PolicyRule(effect="redact", paths=("docs/**",))
+    await runtime.store.append(
+        runtime.scope, "policies", [PolicyDefined(policy_id="policy:docs", name="d", rule=rule)],
+        metadata=EventMetadata(actor="pytest"),
+    )  # fmt: skip
+    for name, node_id, exists in [
+        ("docs/prd.md#billing", "section:docs/prd.md#billing", True),
+        ("FR1", "requirement:FR-1", True),
+        ("docs/later.md", "document:docs/later.md", False),
+    ]:
+        found = await explain_node(runtime, name)
+        assert (found.node_id, found.exists) == (node_id, exists), name
+    assert (await explain_node(runtime, "docs/later.md")).verdict == "redacted"
