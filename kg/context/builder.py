@@ -40,7 +40,16 @@ from kg.passages import terms
 from kg.policies.evaluate import Governance, selected_types
 from kg.policies.model import NodeVerdict, Policy
 from kg.projections.graph_reader import EdgeRow, NodeRow
-from kg.ranking import content_factor, copy_of, merge_parts, prior, question_parts
+from kg.ranking import (
+    NONCURRENT_FACTOR,
+    content_factor,
+    copies_among,
+    copy_of,
+    merge_parts,
+    prior,
+    question_parts,
+    unstructured_factor,
+)
 from kg.search import FALLBACK_WARNING
 
 # Bump whenever the same request on the same log would return a different graph (expansion,
@@ -62,7 +71,10 @@ from kg.search import FALLBACK_WARNING
 # superseded or retired rank like copies (kg.ranking). 9: code or documents decided from the
 # task's wording, the other kind at a lower score (kg.context.intent). 10: a node's type is not
 # repeated when its id's prefix says it, so a budget fits about one more node (issue 31).
-BUILDER_VERSION = 10
+# 11: copies told apart from the data (a copy gives its rank to its original; no product's
+# folder names), a heading-less long file ranked by its length in passages, "should / can I /
+# is it OK" ask for documents, a shown node without empty properties or what its id says.
+BUILDER_VERSION = 11
 
 # Each frontier node offers at least this many of its strongest edges per hop (more when the
 # frontier is small), so no single hub (a policy governing thousands of nodes, a document with
@@ -162,6 +174,7 @@ class ContextBuilder:
             warnings.append(
                 f"{left_out} superseded or deprecated node(s) left out (include_superseded=false)"
             )
+        _prefer_originals(reached)
         embedder = self.embedder.model_id if semantic and self.embedder else None
         return await self._assemble(
             req, reached, governance, as_of, depth, (matches, embedder), warnings
@@ -231,6 +244,7 @@ class ContextBuilder:
                     max(relevance, 0.05)
                     * prior(node_id)
                     * content_factor(row.content)
+                    * unstructured_factor(node_id, row.content)
                     * intent_factor(row.labels, intent)
                 )
                 reached[node_id] = _Reached(row, verdict, score, reason, 0)
@@ -628,6 +642,21 @@ class ContextBuilder:
             status=item.status,
             superseded_by=item.replaced_by,
         )
+
+
+def _prefer_originals(reached: dict[str, _Reached]) -> None:
+    """Among the best candidates, a copy gives its rank to its original (kg.ranking's
+    ``copies_among``: the file it cites, the text holding it, the one outside a run folder) and
+    keeps NONCURRENT_FACTOR of it: a frozen copy that matched the question's words brings the
+    living document instead of taking its place. Redacted and stale nodes' texts are not read."""
+    ranked = sorted(reached.values(), key=lambda r: (-round(r.score, 9), r.row.node_id))
+    readable = [
+        (r.row.node_id, r.row.content) for r in ranked if not (r.verdict.redacted or r.status)
+    ]
+    for copy, source in copies_among(readable).items():
+        item, original = reached[copy], reached[source]
+        original.score = max(original.score, item.score)
+        item.score = original.score * NONCURRENT_FACTOR
 
 
 def _hop_score(

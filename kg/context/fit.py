@@ -78,7 +78,11 @@ def shown_node(
     section = bool(breadcrumb(row.node_id, row.name, row.properties))
     crumb = headings_above(row.node_id, row.properties)
     hidden = _PLACE_KEYS | {SOURCE_KEY} if section else {SOURCE_KEY}
-    properties: Mapping[str, Any] = {k: v for k, v in row.properties.items() if k not in hidden}
+    properties: Mapping[str, Any] = {
+        k: v
+        for k, v in row.properties.items()
+        if k not in hidden and not _said_already(v, row.node_id, row.name)
+    }
     labels = row.labels if row.labels != (row.node_type,) else ()
     if status:
         text, partial = "", bool(row.content)
@@ -100,6 +104,17 @@ def shown_node(
         status=status,
         superseded_by=superseded_by,
     )
+
+
+def _said_already(value: Any, node_id: str, name: str) -> bool:
+    """A property the shown node need not carry: empty (``[]``, ``""``, ``null``, ``false``: a
+    rule's unset globs, layers, conditions...) or text its id or name already says (a
+    function's path and symbol, a rule's file and ``file:line`` source). A directive's
+    properties were ~175 JSON tokens, a function's ~55, for a ~30-token excerpt (issue 31);
+    ``get_node`` returns them all."""
+    if value is None or value is False or value in ("", [], {}):
+        return True
+    return isinstance(value, str) and (value == name or value in node_id)
 
 
 def _json_tokens(data: Any) -> int:
