@@ -87,6 +87,13 @@ MIN_FANOUT = 16
 # each are kept (merging deeper lists of a multi-part question let the whole question's list
 # crowd out its parts). Measured: +0.02 gold recall at 1,600 tokens (bench/RESULTS.md, M).
 FUSION_DEPTH = 3
+# A one-part question keeps CANDIDATE_DEPTH times the anchors wanted as candidates (unless the
+# request sets ``semantic_k``, which is then exact; the budget still cuts what is shown): once
+# long heading-less files rank by their length, the answer is often just below the first
+# ``anchors_wanted`` (+0.02 gold recall at 400 and 800 tokens on speckit-deacon,
+# bench/RESULTS.md issue 31). A multi-part question's lists stay ``anchors_wanted`` deep
+# (deeper, the whole question's list crowded out its parts).
+CANDIDATE_DEPTH = 2
 
 # A section names an entity through this edge; a hop walks on to the other sections naming it
 # (ContextBuilder._through) instead of stopping at the entity.
@@ -205,8 +212,8 @@ class ContextBuilder:
             depth = FUSION_DEPTH * wanted
             found = await self.source.semantic(text, vector, depth, req.node_types)
             lists.append(found[:wanted])
-        if len(lists) == 1:
-            return lists[0]
+        if len(lists) == 1:  # one question, no explicit semantic_k: CANDIDATE_DEPTH deeper
+            return found[: wanted if req.semantic_k is not None else CANDIDATE_DEPTH * wanted]
         return merge_parts(lists, wanted + 2 * len(lists))
 
     async def _anchors(

@@ -38,13 +38,15 @@ SCORE_DIGITS = 3
 _PLACE_KEYS = frozenset({"level", "anchor", "path"})
 
 
-# The best LEAD_NODES of a build show the full allowance; each one after them a third of it,
+# The best LEAD_NODES of a build show the full allowance; each one after them a share of it,
 # as a search engine shows a result: so a budget shows the passage that answers from three
 # times as many sections rather than more context around it from a few (half: +0.05 gold
 # recall at 800 tokens; a third, with shorter reasons: +0.05 more, bench/RESULTS.md).
 LEAD_NODES = 2
-# ...and the nodes after them a snippet: this share of it (about a sentence at 800 tokens).
-SNIPPET_SHARE = 3
+# ...and the nodes after them a snippet: this share of it (about a sentence at 800 tokens; a
+# quarter rather than a third: one more node per build at 1,600 tokens, +0.03 gold recall on
+# speckit-deacon there, bench/RESULTS.md issue 31).
+SNIPPET_SHARE = 4
 
 
 def allowance(token_budget: int | None, max_content_chars: int, position: int = 0) -> int:

@@ -277,3 +277,28 @@ async def test_a_long_transcript_matching_a_little_ranks_below_the_section_that_
     )
     order = [n.node_id for n in built.nodes]
     assert order[0] == spec, order  # the transcript follows, or is cited as its copy
+
+
+async def test_a_one_part_question_keeps_twice_the_anchors_as_candidates() -> None:
+    """Issue 31: the answer often sits just below the first ``anchors_wanted`` matches once
+    copies and long files give way; an explicit ``semantic_k`` stays exact."""
+    from kg.context.builder import ContextBuilder
+    from kg.context.memory_source import MemoryGraph
+    from kg.embeddings import HashingEmbedder
+    from kg.events import NodeAsserted
+
+    embedder = HashingEmbedder()
+    graph = MemoryGraph()
+    task = "how long is a failing webhook delivery retried?"
+    vector = embedder.embed([task])[0]
+    for i in range(60):
+        node_id = f"section:docs/s{i}.md#retries"
+        graph.add_node(NodeAsserted(node_id=node_id, node_type="Section", name="R", content="x"))
+        graph.vectors[node_id] = [
+            (1 - i / 100) * x + 0.01 * (j % (i + 2)) for j, x in enumerate(vector)
+        ]
+    builder = ContextBuilder(graph, embedder)
+    request = parse_request(mode="semantic", task=task, token_budget=800)
+    assert len(await builder._semantic_anchors(request)) == 2 * request.anchors_wanted
+    exact = parse_request(mode="semantic", task=task, token_budget=800, semantic_k=5)
+    assert len(await builder._semantic_anchors(exact)) == 5
