@@ -94,6 +94,9 @@ FUSION_DEPTH = 3
 # bench/RESULTS.md issue 31). A multi-part question's lists stay ``anchors_wanted`` deep
 # (deeper, the whole question's list crowded out its parts).
 CANDIDATE_DEPTH = 2
+# ...but no more than CANDIDATE_CAP (the depth at 800 tokens): at 1,600 tokens 48 candidates
+# cost the team's fieldnote corpus 0.05 gold recall, the answers crowded out by near misses.
+CANDIDATE_CAP = 32
 
 # A section names an entity through this edge; a hop walks on to the other sections naming it
 # (ContextBuilder._through) instead of stopping at the entity.
@@ -213,7 +216,8 @@ class ContextBuilder:
             found = await self.source.semantic(text, vector, depth, req.node_types)
             lists.append(found[:wanted])
         if len(lists) == 1:  # one question, no explicit semantic_k: CANDIDATE_DEPTH deeper
-            return found[: wanted if req.semantic_k is not None else CANDIDATE_DEPTH * wanted]
+            deeper = min(CANDIDATE_DEPTH * wanted, max(wanted, CANDIDATE_CAP))
+            return found[: wanted if req.semantic_k is not None else deeper]
         return merge_parts(lists, wanted + 2 * len(lists))
 
     async def _anchors(
