@@ -28,7 +28,7 @@ from kg.context.fit import (
 from kg.context.graph_hash import graph_hash
 from kg.context.intent import intent_factor, task_intent
 from kg.context.render import estimate_tokens, render
-from kg.context.request import ContextRequest
+from kg.context.request import MAX_DEFAULT_K, ContextRequest
 from kg.context.result import Budget, ContextEdge, ContextGraph, ContextNode, GovernanceSummary
 from kg.context.scoring import HOP_DECAY, recency_factor, task_overlap, weight_factor
 from kg.context.staleness import STALE_FACTOR, stale_status, successors
@@ -94,9 +94,9 @@ FUSION_DEPTH = 3
 # bench/RESULTS.md issue 31). A multi-part question's lists stay ``anchors_wanted`` deep
 # (deeper, the whole question's list crowded out its parts).
 CANDIDATE_DEPTH = 2
-# ...but no more than CANDIDATE_CAP (the depth at 800 tokens): at 1,600 tokens 48 candidates
-# cost the team's fieldnote corpus 0.05 gold recall, the answers crowded out by near misses.
-CANDIDATE_CAP = 32
+# Only below MAX_DEFAULT_K anchors (budgets under 1,200 tokens): a build that already takes the
+# most anchors gained nothing on the real corpora from a deeper list, and the team's fieldnote
+# corpus lost 0.05 gold recall at 1,600 tokens (0.02 with the list capped at 32).
 
 # A section names an entity through this edge; a hop walks on to the other sections naming it
 # (ContextBuilder._through) instead of stopping at the entity.
@@ -216,8 +216,8 @@ class ContextBuilder:
             found = await self.source.semantic(text, vector, depth, req.node_types)
             lists.append(found[:wanted])
         if len(lists) == 1:  # one question, no explicit semantic_k: CANDIDATE_DEPTH deeper
-            deeper = min(CANDIDATE_DEPTH * wanted, max(wanted, CANDIDATE_CAP))
-            return found[: wanted if req.semantic_k is not None else deeper]
+            deeper = req.semantic_k is None and wanted < MAX_DEFAULT_K
+            return found[: CANDIDATE_DEPTH * wanted if deeper else wanted]
         return merge_parts(lists, wanted + 2 * len(lists))
 
     async def _anchors(

@@ -6,9 +6,10 @@ lies in the slice built at the default budget (800 tokens).
 Each corpus has its own floor, so a change that helps one repository and hurts another fails
 here, not only on the average (the team's two corpora have theirs in test_quality_floor.py).
 The floors sit two or three questions below what was measured when they were set (the whole
-repository for adr, the slice for the other three; bench/RESULTS.md, issue 31). Each slice keeps what competes with the answers in that
-repository: SpecKit's run folders and the same prompts installed for three agents, BMad's story
-files and agent rules, the beads CLI's documentation folder and its agent instruction files.
+repository for adr, the slice for the other three; bench/RESULTS.md, issue 31). Each slice
+keeps what competes with the answers in that repository: SpecKit's run folders and the same
+prompts installed for three agents, BMad's story files and agent rules, the beads CLI's
+documentation folder and its agent instruction files.
 The full benchmark, whole repositories with their baselines beside them, is
 ``bench/bench_quality.py --real``.
 
