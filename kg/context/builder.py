@@ -28,7 +28,7 @@ from kg.context.fit import (
 from kg.context.graph_hash import graph_hash
 from kg.context.intent import intent_factor, task_intent
 from kg.context.render import estimate_tokens, render
-from kg.context.request import ContextRequest
+from kg.context.request import MAX_DEFAULT_K, ContextRequest
 from kg.context.result import Budget, ContextEdge, ContextGraph, ContextNode, GovernanceSummary
 from kg.context.scoring import HOP_DECAY, recency_factor, task_overlap, weight_factor
 from kg.context.staleness import STALE_FACTOR, stale_status, successors
@@ -40,7 +40,16 @@ from kg.passages import terms
 from kg.policies.evaluate import Governance, selected_types
 from kg.policies.model import NodeVerdict, Policy
 from kg.projections.graph_reader import EdgeRow, NodeRow
-from kg.ranking import content_factor, copy_of, merge_parts, prior, question_parts
+from kg.ranking import (
+    NONCURRENT_FACTOR,
+    content_factor,
+    copies_among,
+    copy_of,
+    merge_parts,
+    prior,
+    question_parts,
+    unstructured_factor,
+)
 from kg.search import FALLBACK_WARNING
 
 # Bump whenever the same request on the same log would return a different graph (expansion,
@@ -62,7 +71,10 @@ from kg.search import FALLBACK_WARNING
 # superseded or retired rank like copies (kg.ranking). 9: code or documents decided from the
 # task's wording, the other kind at a lower score (kg.context.intent). 10: a node's type is not
 # repeated when its id's prefix says it, so a budget fits about one more node (issue 31).
-BUILDER_VERSION = 10
+# 11: copies told apart from the data (a copy gives its rank to its original; no product's
+# folder names), a heading-less long file ranked by its length in passages, "should / can I /
+# is it OK" ask for documents, a shown node without empty properties or what its id says.
+BUILDER_VERSION = 11
 
 # Each frontier node offers at least this many of its strongest edges per hop (more when the
 # frontier is small), so no single hub (a policy governing thousands of nodes, a document with
@@ -75,6 +87,16 @@ MIN_FANOUT = 16
 # each are kept (merging deeper lists of a multi-part question let the whole question's list
 # crowd out its parts). Measured: +0.02 gold recall at 1,600 tokens (bench/RESULTS.md, M).
 FUSION_DEPTH = 3
+# A one-part question keeps CANDIDATE_DEPTH times the anchors wanted as candidates (unless the
+# request sets ``semantic_k``, which is then exact; the budget still cuts what is shown): once
+# long heading-less files rank by their length, the answer is often just below the first
+# ``anchors_wanted`` (+0.02 gold recall at 400 and 800 tokens on speckit-deacon,
+# bench/RESULTS.md issue 31). A multi-part question's lists stay ``anchors_wanted`` deep
+# (deeper, the whole question's list crowded out its parts).
+CANDIDATE_DEPTH = 2
+# Only below MAX_DEFAULT_K anchors (budgets under 1,200 tokens): a build that already takes the
+# most anchors gained nothing on the real corpora from a deeper list, and the team's fieldnote
+# corpus lost 0.05 gold recall at 1,600 tokens (0.02 with the list capped at 32).
 
 # A section names an entity through this edge; a hop walks on to the other sections naming it
 # (ContextBuilder._through) instead of stopping at the entity.
@@ -162,6 +184,7 @@ class ContextBuilder:
             warnings.append(
                 f"{left_out} superseded or deprecated node(s) left out (include_superseded=false)"
             )
+        _prefer_originals(reached)
         embedder = self.embedder.model_id if semantic and self.embedder else None
         return await self._assemble(
             req, reached, governance, as_of, depth, (matches, embedder), warnings
@@ -192,8 +215,9 @@ class ContextBuilder:
             depth = FUSION_DEPTH * wanted
             found = await self.source.semantic(text, vector, depth, req.node_types)
             lists.append(found[:wanted])
-        if len(lists) == 1:
-            return lists[0]
+        if len(lists) == 1:  # one question, no explicit semantic_k: CANDIDATE_DEPTH deeper
+            deeper = req.semantic_k is None and wanted < MAX_DEFAULT_K
+            return found[: CANDIDATE_DEPTH * wanted if deeper else wanted]
         return merge_parts(lists, wanted + 2 * len(lists))
 
     async def _anchors(
@@ -231,6 +255,7 @@ class ContextBuilder:
                     max(relevance, 0.05)
                     * prior(node_id)
                     * content_factor(row.content)
+                    * unstructured_factor(node_id, row.content)
                     * intent_factor(row.labels, intent)
                 )
                 reached[node_id] = _Reached(row, verdict, score, reason, 0)
@@ -628,6 +653,21 @@ class ContextBuilder:
             status=item.status,
             superseded_by=item.replaced_by,
         )
+
+
+def _prefer_originals(reached: dict[str, _Reached]) -> None:
+    """Among the best candidates, a copy gives its rank to its original (kg.ranking's
+    ``copies_among``: the file it cites, the text holding it, the one outside a run folder) and
+    keeps NONCURRENT_FACTOR of it: a frozen copy that matched the question's words brings the
+    living document instead of taking its place. Redacted and stale nodes' texts are not read."""
+    ranked = sorted(reached.values(), key=lambda r: (-round(r.score, 9), r.row.node_id))
+    readable = [
+        (r.row.node_id, r.row.content) for r in ranked if not (r.verdict.redacted or r.status)
+    ]
+    for copy, source in copies_among(readable).items():
+        item, original = reached[copy], reached[source]
+        original.score = max(original.score, item.score)
+        item.score = original.score * NONCURRENT_FACTOR
 
 
 def _hop_score(

@@ -38,13 +38,15 @@ SCORE_DIGITS = 3
 _PLACE_KEYS = frozenset({"level", "anchor", "path"})
 
 
-# The best LEAD_NODES of a build show the full allowance; each one after them a third of it,
+# The best LEAD_NODES of a build show the full allowance; each one after them a share of it,
 # as a search engine shows a result: so a budget shows the passage that answers from three
 # times as many sections rather than more context around it from a few (half: +0.05 gold
 # recall at 800 tokens; a third, with shorter reasons: +0.05 more, bench/RESULTS.md).
 LEAD_NODES = 2
-# ...and the nodes after them a snippet: this share of it (about a sentence at 800 tokens).
-SNIPPET_SHARE = 3
+# ...and the nodes after them a snippet: this share of it (about a sentence at 800 tokens; a
+# quarter rather than a third: one more node per build at 1,600 tokens, +0.03 gold recall on
+# speckit-deacon there, bench/RESULTS.md issue 31).
+SNIPPET_SHARE = 4
 
 
 def allowance(token_budget: int | None, max_content_chars: int, position: int = 0) -> int:
@@ -78,7 +80,11 @@ def shown_node(
     section = bool(breadcrumb(row.node_id, row.name, row.properties))
     crumb = headings_above(row.node_id, row.properties)
     hidden = _PLACE_KEYS | {SOURCE_KEY} if section else {SOURCE_KEY}
-    properties: Mapping[str, Any] = {k: v for k, v in row.properties.items() if k not in hidden}
+    properties: Mapping[str, Any] = {
+        k: v
+        for k, v in row.properties.items()
+        if k not in hidden and not _said_already(v, row.node_id, row.name)
+    }
     labels = row.labels if row.labels != (row.node_type,) else ()
     if status:
         text, partial = "", bool(row.content)
@@ -100,6 +106,17 @@ def shown_node(
         status=status,
         superseded_by=superseded_by,
     )
+
+
+def _said_already(value: Any, node_id: str, name: str) -> bool:
+    """A property the shown node need not carry: empty (``[]``, ``""``, ``null``, ``false``: a
+    rule's unset globs, layers, conditions...) or text its id or name already says (a
+    function's path and symbol, a rule's file and ``file:line`` source). A directive's
+    properties were ~175 JSON tokens, a function's ~55, for a ~30-token excerpt (issue 31);
+    ``get_node`` returns them all."""
+    if value is None or value is False or value in ("", [], {}):
+        return True
+    return isinstance(value, str) and (value == name or value in node_id)
 
 
 def _json_tokens(data: Any) -> int:

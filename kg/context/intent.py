@@ -38,6 +38,8 @@ _DOCS_ASK = re.compile(
     r"(?:^|[.?!]\s+)(?:why\b|should\b|must\b|may\b|can\s+i\b|is\s+it\s+(?:ok|okay|safe|"
     r"allowed|fine)\b|am\s+i\s+allowed\b|are\s+we\s+allowed\b)|"
     r"\b(?:why|what\s+did\s+we\s+(?:decide|choose|pick|agree)|decided|decision|rationale|"
+    r"should|can\s+i|may\s+i|am\s+i\s+allowed|(?:is|are)\s+(?:it|they|we)\s+(?:ok|okay|safe|"
+    r"allowed|fine|expected)|"
     r"rule|rules|policy|principle|convention|conventions|guideline|guidelines|"
     r"requirement|requirements|allowed|mandatory|must|supposed\s+to|"
     r"what\s+(?:should|must)|how\s+should|do\s+we\s+(?:use|allow|need|have\s+to)|"

@@ -149,3 +149,36 @@ async def test_a_small_budget_still_shows_the_best_node_shortened(prd: Runtime) 
     assert [n.node_id for n in graph.nodes][:1] == [SECTION]
     assert estimate_tokens(graph.rendering) <= 120
     assert structured_tokens(graph.nodes, graph.edges) <= 120
+
+
+def test_a_shown_node_leaves_out_empty_properties_and_what_its_id_says() -> None:
+    """Issue 31: a rule's unset fields and a function's path and symbol cost a structured node
+    more tokens than its excerpt; the shown node carries what only the properties say."""
+    from datetime import UTC, datetime
+
+    from kg.context.fit import shown_node
+    from kg.projections.graph_reader import NodeRow
+
+    rule = NodeRow(
+        "directive:.github/copilot-instructions.md#90d5a748", "Directive", "Run the formatter",
+        "Run cargo fmt before every commit.",
+        {"file": ".github/copilot-instructions.md", "line": 216, "globs": [], "layers": [],
+         "source": ".github/copilot-instructions.md:216", "negated": False, "severity": None,
+         "description": "", "strength": "MUST", "topics": ["style"]},
+        ("Directive",), datetime.now(UTC), (),
+    )  # fmt: skip
+    node = shown_node(
+        rule, redacted=False, score=1.0, reason="match #1", hop=0, chars=400, query=[]
+    )
+    assert node.properties == {
+        "line": 216, "source": ".github/copilot-instructions.md:216", "strength": "MUST",
+        "topics": ["style"],
+    }  # fmt: skip
+    fn = NodeRow(
+        "function:src/app/retry.py#backoff", "Function", "backoff", "def backoff(n): ...",
+        {"path": "src/app/retry.py", "symbol": "backoff", "start_line": 3, "end_line": 9,
+         "signature": "def backoff(n)"},
+        ("Function", "Code"), datetime.now(UTC), (),
+    )  # fmt: skip
+    shown = shown_node(fn, redacted=False, score=1.0, reason="match #1", hop=0, chars=400, query=[])
+    assert shown.properties == {"start_line": 3, "end_line": 9, "signature": "def backoff(n)"}

@@ -5,10 +5,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kg.context.service import build_context_graph, parse_request
 from kg.graph_queries import query_knowledge_graph
 from kg.ingest.service import ingest_paths
-from kg.ranking import NONCURRENT_FACTOR, copy_of, noncurrent, prior, question_parts, shingles
+from kg.ranking import (
+    NONCURRENT_FACTOR,
+    UNSTRUCTURED_FLOOR,
+    copies_among,
+    copy_of,
+    in_run_folder,
+    noncurrent,
+    prior,
+    question_parts,
+    shingles,
+    unstructured_factor,
+)
 from kg.runtime import Runtime
 
 RETRY = (
@@ -28,7 +41,9 @@ def test_paths_that_mark_copies_drafts_and_archives() -> None:
     assert noncurrent("section:_bmad-output/stories/2-3-completion.superseded.md#tasks")
     assert noncurrent("section:docs/stories/5-6-search.retired.md#story")
     assert noncurrent("section:_bmad/bmm/workflows/create-story/template.md#story")
-    assert noncurrent("section:bmad-core/checklists/story-dod-checklist.md#done")
+    # no product's folder is named: an installed method is told apart by its copies
+    assert not noncurrent("section:bmad-core/checklists/story-dod-checklist.md#done")
+    assert not noncurrent("section:_bmad/bmm/workflows/dev-story/instructions.md#steps")
     assert not noncurrent("section:_bmad-output/planning-artifacts/prd.md#goals")
     assert not noncurrent("section:docs/deprecations.md#endpoints")
     assert not noncurrent("section:docs/webhooks.md#retries")
@@ -54,6 +69,80 @@ def test_a_restatement_is_a_copy_but_a_longer_original_is_not() -> None:
         copy_of("Something else entirely, about invoices and taxes. " * 8, [("s", original)])[0]
         is None
     )
+
+
+def test_run_snapshot_and_version_folders() -> None:
+    assert in_run_folder("specs/013-fix-merge-rules/spec.md")
+    assert in_run_folder("website/versioned_docs/version-0.44.0/cli.md")
+    assert in_run_folder("notes/2026-02-11/retro.md")
+    assert in_run_folder("docs/v1.2/api.md")
+    assert not in_run_folder("doc/architecture/decisions/0011-use-sidekiq.md"), "a numbered file"
+    assert not in_run_folder("docs/http2/server.md")
+    assert not in_run_folder("README.md")
+
+
+EXTRA = " ".join(f"Endpoint {i} keeps its own queue of {i * 3} deliveries." for i in range(12))
+
+
+def test_which_of_two_copies_is_the_original() -> None:
+    # verbatim copies: the one outside a run folder, then the one nearer the root
+    run = [("section:specs/004-hooks/spec.md#retries", RETRY), ("section:docs/hooks.md#r", RETRY)]
+    assert copies_among(run) == {
+        "section:specs/004-hooks/spec.md#retries": "section:docs/hooks.md#r"
+    }
+    deep = [("section:site/docs/hooks.md#r", RETRY), ("section:hooks.md#r", RETRY)]
+    assert copies_among(deep) == {"section:site/docs/hooks.md#r": "section:hooks.md#r"}
+    # a restatement of part of a text is its copy, whichever ranks first
+    part = [("section:a.md#r", RETRY), ("section:b.md#r", RETRY + EXTRA)]
+    assert copies_among(part) == {"section:a.md#r": "section:b.md#r"}
+    # ...unless the longer one cites the shorter one's file: it restates it and adds notes
+    cited = [
+        ("section:story.md#ac", f"{RETRY}{EXTRA} [Source: b.md#r]"),
+        ("section:b.md#r", RETRY),
+    ]
+    assert copies_among(cited) == {"section:story.md#ac": "section:b.md#r"}
+    # three copies: both point at one original, never at each other
+    three = [
+        ("section:.x/p.md#o", RETRY),
+        ("section:.y/q/p.md#o", RETRY),
+        ("section:p.md#o", RETRY),
+    ]
+    assert copies_among(three) == {
+        "section:.x/p.md#o": "section:p.md#o",
+        "section:.y/q/p.md#o": "section:p.md#o",
+    }
+    assert copies_among([("section:a.md#x", RETRY), ("section:a.md#y", RETRY)]) == {}, "one file"
+    other = "Invoices are issued on the first working day of each month and are payable in 30 days."
+    assert copies_among([("section:a.md#x", RETRY), ("section:b.md#y", other * 3)]) == {}
+
+
+async def test_a_frozen_copy_ranked_first_brings_its_original(runtime: Runtime) -> None:
+    """Issue 31: a SpecKit run folder's copy of the living spec matched the question's words
+    better (its title says webhooks twice); the build shows the living one and cites the copy."""
+    root = Path(runtime.settings.project_root)
+    files = {
+        "docs/delivery.md": f"# Delivery\n\n## Retry schedule\n\n{RETRY}\n",
+        "specs/007-webhook-retries/spec.md": (
+            "# Webhook retries spec\n\n## Webhook retries: how long a webhook is retried\n\n"
+            f"{RETRY}\n"
+        ),
+    }
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text, encoding="utf-8")
+    await ingest_paths(runtime, ["docs", "specs"])
+    task = "how long is a failing webhook retried?"
+    graph = await build_context_graph(
+        runtime, parse_request(task=task, mode="semantic", token_budget=800)
+    )
+    ids = [n.node_id for n in graph.nodes]
+    living = "section:docs/delivery.md#retry-schedule"
+    frozen = (
+        "section:specs/007-webhook-retries/spec.md#webhook-retries-how-long-a-webhook-is-retried"
+    )
+    assert living in ids
+    assert frozen not in ids
+    assert frozen in next(n for n in graph.nodes if n.node_id == living).copies
 
 
 async def test_the_defining_section_is_shown_and_its_copies_cited(runtime: Runtime) -> None:
@@ -149,3 +238,67 @@ def test_a_bigger_budget_takes_more_semantic_matches() -> None:
 
     assert (k(), k(token_budget=1000), k(token_budget=100_000)) == (16, 20, 24)
     assert k(token_budget=1600, semantic_k=3) == 3
+
+
+def test_a_long_file_without_headings_ranks_by_its_length_in_passages() -> None:
+    transcript = "User: does the lock retry? Assistant: it retries with backoff. " * 60
+    assert unstructured_factor("document:chats/2026-03-01.md", transcript) == UNSTRUCTURED_FLOOR
+    mid = "word " * 288  # four passages' worth
+    assert unstructured_factor("document:notes.md", mid) == pytest.approx(0.5, abs=0.01)
+    assert unstructured_factor("document:README.md", "A short preamble.") == 1.0
+    assert unstructured_factor("section:docs/prd.md#performance", transcript) == 1.0
+
+
+async def test_a_long_transcript_matching_a_little_ranks_below_the_section_that_answers() -> None:
+    """Issue 31, cause 0: a heading-less chat log quoting the spec matched as well as the spec
+    (its best passage is as near); the section that answers comes first."""
+    from kg.context.builder import ContextBuilder
+    from kg.context.memory_source import MemoryGraph
+    from kg.embeddings import HashingEmbedder
+    from kg.events import NodeAsserted
+
+    embedder = HashingEmbedder()
+    graph = MemoryGraph()
+    task = "how long is a failing webhook delivery retried?"
+    vector = embedder.embed([task])[0]
+    chat = "document:chats/2026-03-01-session.md"
+    spec = "section:docs/webhooks.md#retries"
+    graph.add_node(
+        NodeAsserted(
+            node_id=chat, node_type="Document", name="2026-03-01-session",
+            content=f"User: {RETRY} Assistant: noted. " * 12,
+        )
+    )  # fmt: skip
+    graph.add_node(NodeAsserted(node_id=spec, node_type="Section", name="Retries", content=RETRY))
+    graph.vectors[chat] = list(vector)
+    graph.vectors[spec] = [0.95 * x for x in vector]
+    built = await ContextBuilder(graph, embedder).build(
+        parse_request(mode="semantic", task=task, token_budget=800)
+    )
+    order = [n.node_id for n in built.nodes]
+    assert order[0] == spec, order  # the transcript follows, or is cited as its copy
+
+
+async def test_a_one_part_question_keeps_twice_the_anchors_as_candidates() -> None:
+    """Issue 31: the answer often sits just below the first ``anchors_wanted`` matches once
+    copies and long files give way; an explicit ``semantic_k`` stays exact."""
+    from kg.context.builder import ContextBuilder
+    from kg.context.memory_source import MemoryGraph
+    from kg.embeddings import HashingEmbedder
+    from kg.events import NodeAsserted
+
+    embedder = HashingEmbedder()
+    graph = MemoryGraph()
+    task = "how long is a failing webhook delivery retried?"
+    vector = embedder.embed([task])[0]
+    for i in range(60):
+        node_id = f"section:docs/s{i}.md#retries"
+        graph.add_node(NodeAsserted(node_id=node_id, node_type="Section", name="R", content="x"))
+        graph.vectors[node_id] = [
+            (1 - i / 100) * x + 0.01 * (j % (i + 2)) for j, x in enumerate(vector)
+        ]
+    builder = ContextBuilder(graph, embedder)
+    request = parse_request(mode="semantic", task=task, token_budget=800)
+    assert len(await builder._semantic_anchors(request)) == 2 * request.anchors_wanted
+    exact = parse_request(mode="semantic", task=task, token_budget=800, semantic_k=5)
+    assert len(await builder._semantic_anchors(exact)) == 5

@@ -5,14 +5,18 @@ lies in the slice built at the default budget (800 tokens).
 
 Each corpus has its own floor, so a change that helps one repository and hurts another fails
 here, not only on the average (the team's two corpora have theirs in test_quality_floor.py).
-The floors sit two or three questions below what the whole repository measured when they were
-set (bench/RESULTS.md, issue 31). Only ``adr-buy-for-your-school`` is sliced so far: the other
-three repositories' slices join once their vectors are cached (their MiniLM ingests did not
-finish on the shared machine in the session that wrote this; see RESULTS). The full benchmark,
-whole repositories with their baselines beside them, is ``bench/bench_quality.py --real``.
+The floors sit two or three questions below what was measured when they were set (the whole
+repository for adr, the slice for the other three; bench/RESULTS.md, issue 31). Each slice
+keeps what competes with the answers in that repository: SpecKit's run folders and the same
+prompts installed for three agents, BMad's story files and agent rules, the beads CLI's
+documentation folder and its agent instruction files.
+The full benchmark, whole repositories with their baselines beside them, is
+``bench/bench_quality.py --real``.
 
 Vectors are kept on disk between runs (:mod:`tests.context.vector_cache`), so after the first
-run the time is parsing and building (~1 minute); the first run embeds the slices on the CPU.
+run the time is parsing and building (2 min 46 s for the four slices, ~5,400 nodes, on the
+shared 2-core machine at load ~10, most of it parsing and projecting); the first run embeds
+the slices on the CPU (48 minutes there).
 Where the corpora are not on this machine the test says so and does not run.
 """
 
@@ -38,11 +42,34 @@ from tests.context.vector_cache import restore_vectors, save_vectors
 # The slice of each repository: the folders and files its questions' answers live in, with
 # what competes with them there (restatements in agent files, other features' specs).
 SLICES = {
-    "adr-buy-for-your-school": ["doc", "README.md", "CHANGELOG.md", "CHANGELOG.case_management.md"]
-}
+    "adr-buy-for-your-school": ["doc", "README.md", "CHANGELOG.md", "CHANGELOG.case_management.md"],
+    "speckit-deacon": [
+        ".specify", "AGENTS.md", "CLAUDE.md", "docs", "specs/013-fix-merge-rules",
+        "specs/014-named-config-search", "specs/015-auto-forward-ports",
+        "specs/016-host-ca-injection", "specs/017-user-profiles",
+        "specs-completed/007-exec-subcommand", ".claude/commands", ".github/prompts",
+    ],
+    "bmad-docvet": [
+        "_bmad-output/planning-artifacts", "docs", "CLAUDE.md", "AGENTS.md", ".claude/rules",
+        *(f"_bmad-output/implementation-artifacts/{story}" for story in (
+            "1-4-missing-raises-detection-and-orchestrator.md",
+            "4-2-line-classification-and-diff-mode-orchestrator.md",
+            "5-1-blame-timestamp-parser.md", "10-4-changelog-and-publication-pipeline.md",
+            "26-1-add-docs-scope-to-contributing-md.md", "35-3-reverse-enrichment-checks.md",
+        )),
+    ],
+    "agents-beads": ["AGENTS.md", "AGENT_INSTRUCTIONS.md", "CLAUDE.md", "CONTRIBUTING.md", "docs"],
+}  # fmt: skip
 METHOD = "semantic@800"
 # (gold recall, all-gold) per corpus, set from the measured figures (see the docstring).
-FLOORS = {"adr-buy-for-your-school": (0.85, 0.80)}
+# Measured on the slices with builder 11 (bench/RESULTS.md, issue 31, branch rank2): adr
+# 0.97 / 0.96, speckit 0.72 / 0.70, bmad 0.63 / 0.56, beads 0.75 / 0.70.
+FLOORS = {
+    "adr-buy-for-your-school": (0.85, 0.80),
+    "speckit-deacon": (0.62, 0.59),
+    "bmad-docvet": (0.55, 0.47),
+    "agents-beads": (0.65, 0.59),
+}
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +104,7 @@ async def test_every_real_corpus_stays_above_its_floor(
         measured[corpus] = (round(s.recall, 3), round(s.all_gold, 3), s.questions)
         assert all(o.render_tokens is not None and o.render_tokens <= 800 for o in outcomes)
     await save_vectors(system_pool, minilm.model_id)
+    print(f"measured (gold recall, all-gold, questions): {measured}")
     assert all(n >= 15 for _, _, n in measured.values()), measured
     failing = {
         c: (measured[c][:2], FLOORS[c])
