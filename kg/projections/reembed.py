@@ -64,18 +64,20 @@ class ReembedCost:
         text = f"{change}: rebuilding kg_nodes embeds {self.texts} text(s) not in the cache"
         if self.seconds is not None and self.rate is not None:
             text += (
-                f", about {_duration(self.seconds)} at {self.rate:.0f} texts/s (measured on "
+                f", {_duration(self.seconds)} at {self.rate:.0f} texts/s (measured on "
                 f"{self.sampled} of them just now; long texts take longer than the average)"
             )
         return text
 
 
 def _duration(seconds: float) -> str:
+    if seconds < 1:
+        return "under a second"
     if seconds < 90:
-        return f"{seconds:.0f} s"
+        return f"about {seconds:.0f} s"
     if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
+        return f"about {seconds / 60:.0f} min"
+    return f"about {seconds / 3600:.1f} h"
 
 
 async def reembed_cost(pool: asyncpg.Pool, embedder: EmbeddingProvider) -> ReembedCost:
