@@ -13,6 +13,7 @@ import asyncpg
 import orjson
 
 from kg.embeddings.base import EmbeddingProvider
+from kg.embeddings.cache import IndexModelMismatch
 from kg.errors import EmbeddingError
 from kg.events.envelope import RecordedEvent
 from kg.progress import NO_PROGRESS, TEXTS_EMBEDDED, Progress
@@ -47,8 +48,11 @@ class ProjectionContext:
         return self.embedding_problem is not None and time.monotonic() < self._retry_at
 
     def note_unavailable(self, error: EmbeddingError) -> None:
+        """Remember why the embedder could not be used; an outage (not a model that differs
+        from the index's, which costs nothing to find again) rests it a while."""
         self.embedding_problem = str(error)
-        self._retry_at = time.monotonic() + EMBEDDER_RETRY_SECONDS
+        if not isinstance(error, IndexModelMismatch):
+            self._retry_at = time.monotonic() + EMBEDDER_RETRY_SECONDS
 
     def note_available(self) -> None:
         self.embedding_problem = None
