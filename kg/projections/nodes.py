@@ -49,6 +49,9 @@ _WHEN_EMPTY = {
     "(tenant_id, project_id, node_type)",
     "kg_nodes_updated": "CREATE INDEX IF NOT EXISTS kg_nodes_updated ON kg_nodes "
     "(tenant_id, project_id, updated_at)",
+    # migration 0019: the nodes waiting for a vector
+    "kg_nodes_unembedded": "CREATE INDEX IF NOT EXISTS kg_nodes_unembedded ON kg_nodes "
+    "(tenant_id, project_id) WHERE embedding IS NULL",
 }
 _ALL_BULK_INDEXES = _BULK_INDEXES | _WHEN_EMPTY
 # The build is several times faster when the graph fits in memory: raise the session's
