@@ -112,6 +112,10 @@ async def test_an_outage_degrades_and_the_waiting_nodes_are_embedded_when_it_is_
     assert "3 node(s) of this project wait for an embedding" in warnings
     assert "fell back to full text: embedder openai:stub-model" in warnings
     assert "Connection refused" in warnings
+    # The log holds what the agent was shown: a reviewer re-derives it, full text and all.
+    reproduced = kg("audit", "context", graph["context_graph_id"], env=env, cwd=project)
+    assert reproduced.returncode == 0, reproduced.stdout + reproduced.stderr
+    assert reproduced.stdout.startswith("MATCH")
 
     # The embedder is back: the next sync embeds what waits, and nothing else is asked of it.
     (project / "docs/billing.md").write_text(BILLING, encoding="utf-8")
@@ -128,6 +132,7 @@ async def test_an_outage_degrades_and_the_waiting_nodes_are_embedded_when_it_is_
         for args in (
             ("query", "invoices", "--mode", "fulltext"),
             ("context", "build", "--anchor", "document:docs/billing.md"),
+            ("context", "build", "--mode", "policy_first", "--anchor", "document:docs/login.md"),
             ("inspect", "document:docs/login.md"),
             ("status",),
         ):
