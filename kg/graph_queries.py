@@ -12,7 +12,6 @@ from collections.abc import Sequence
 
 from kg.breadcrumbs import breadcrumb
 from kg.context.staleness import STALE_FACTOR, stale_status
-from kg.embeddings.cache import query_vector
 from kg.errors import ValidationError
 from kg.projections.browse_reader import BrowseReader
 from kg.projections.graph_reader import EdgeRow, NodeRow
@@ -28,6 +27,7 @@ from kg.read.models import (
     SearchHit,
     SearchResults,
 )
+from kg.read.task_vector import task_vectors
 from kg.runtime import Runtime
 from kg.search import FALLBACK_WARNING, MODES
 from kg.validation import MAX_ID_CHARS, check_text, check_texts, clip
@@ -58,13 +58,25 @@ async def query_knowledge_graph(
     _check_range("limit", limit, 1, 100)
     reader = rt.reader()
     await reader.catch_up()
-    vector = None if mode == "fulltext" else await query_vector(rt.embedder, text)
     async with reader.snapshot(catch_up=False) as snap:
+        vector: str | None = None
+        warnings: list[str] = []
+        if mode != "fulltext":
+            # Full text when the embedder is unavailable or not the index's model (warned).
+            state = await snap.graph_reader.embedding_state()
+            vectors, warnings = await task_vectors(rt.embedder, state, [text])
+            vector = None if vectors is None else vectors[0]
+        searched = mode if vector is not None else "fulltext"
         governed = await snap.governed()
         # One search for the whole text: searching each part of a multi-part question too
         # (as context builds do) lost 0.02 of top-5 recall here (bench/RESULTS.md).
         hits = await governed.search(
-            text, mode, node_types, limit=limit * 4, vector=vector, candidates=max(limit * 8, 40)
+            text,
+            searched,
+            node_types,
+            limit=limit * 4,
+            vector=vector,
+            candidates=max(limit * 8, 40),
         )
     # The context builder's ranking: copies, drafts and archives below the specs they copy,
     # stale nodes below their successors, and restatements of a better hit left out.
@@ -89,12 +101,14 @@ async def query_knowledge_graph(
                     similarity=hit.similarity,
                 )
             )
+    if vector and rt.embedder.is_fallback:
+        warnings.append(FALLBACK_WARNING)
     return SearchResults(
-        mode=mode,
+        mode=searched,
         results=results,
         excluded_by_policy=governed.excluded,
         embedder=rt.embedder.model_id if vector else None,
-        warnings=[FALLBACK_WARNING] if vector and rt.embedder.is_fallback else [],
+        warnings=warnings,
     )
 
 

@@ -46,6 +46,9 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR
 from sqlmodel import Field, SQLModel
 
 DIMENSIONS = 384
+"""The size of ``kg_nodes.embedding`` and ``kg_passages.embedding`` as migrated: the projection
+changes it to the size of the model it pins the index to (migration 0019); the embedding cache
+holds vectors of any size."""
 
 metadata = SQLModel.metadata
 
@@ -166,7 +169,7 @@ class EmbeddingCacheEntry(SQLModel, table=True):
 
     model_id: str = _col(Text, pk=True)
     content_hash: str = _col(Text, pk=True)
-    embedding: list[float] = _col(Vector(DIMENSIONS))
+    embedding: list[float] = _col(Vector())
 
 
 class EmbeddingIndex(SQLModel, table=True):
@@ -207,6 +210,12 @@ class Node(SQLModel, table=True):
             postgresql_using="hnsw",
             postgresql_ops={"embedding": "vector_cosine_ops"},
         ),
+        Index(
+            "kg_nodes_unembedded",
+            "tenant_id",
+            "project_id",
+            postgresql_where=text("embedding IS NULL"),
+        ),
     )
 
     tenant_id: str = _tenant()
@@ -236,6 +245,12 @@ class Passage(SQLModel, table=True):
             "embedding",
             postgresql_using="hnsw",
             postgresql_ops={"embedding": "vector_cosine_ops"},
+        ),
+        Index(
+            "kg_passages_unembedded",
+            "tenant_id",
+            "project_id",
+            postgresql_where=text("embedding IS NULL"),
         ),
     )
 

@@ -27,6 +27,7 @@ from kg.db import revision
 from kg.db.connect import create_pool, describe_database
 from kg.db.urls import redact
 from kg.embeddings import EmbeddingProvider, provider_from_config
+from kg.embeddings.base import DeferredEmbedder
 from kg.errors import ConfigurationError, SchemaNotReadyError
 from kg.events import EventStore
 from kg.events.recent import RecentEvents
@@ -69,7 +70,9 @@ class Runtime:
     @property
     def runner(self) -> ProjectionRunner:
         if self._runner is None:
-            ctx = ProjectionContext(self.embedder)
+            # Built when a projection first embeds: a command that projects nothing new never
+            # constructs the embedder (an outage then cannot touch it).
+            ctx = ProjectionContext(DeferredEmbedder(lambda: self.embedder))
             self._runner = (
                 ProjectionRunner(self.system_pool, default_projections(), ctx, recent=self.recent)
                 if self.as_of is None

@@ -201,6 +201,8 @@ class IngestOut(BaseModel):
     files: int
     seconds: float
     catch_up_seconds: float
+    waiting_embeddings: int = 0  # projected without a vector: the embedder was unavailable
+    warnings: list[str] = []
 
 
 class LintProblemOut(BaseModel):

@@ -415,6 +415,8 @@ async def ingest_markdown(
     await log(ctx, "info", f"ingested {report.summary()}")
     for problem in report.problems[:20]:
         await log(ctx, "warning", str(problem))
+    for warning in report.warnings:  # degraded, not failed (an embedder outage)
+        await log(ctx, "warning", warning)
     return structured(IngestOut.model_validate(report.to_dict()))
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import typer
 
 from kg.cli.common import console, err_console, run
-from kg.cli.sync_command import print_problems, print_skipped
+from kg.cli.sync_command import print_problems, print_skipped, print_warnings
 from kg.ingest.files import DEFAULT_MAX_BYTES
 from kg.ingest.report import IngestReport
 from kg.parsed.model import ParseProblem
@@ -38,6 +38,7 @@ def print_ingest(report: IngestReport) -> None:
     )
     print_problems(report.problems)
     print_skipped(report)
+    print_warnings(report.warnings)
 
 
 def ingest(

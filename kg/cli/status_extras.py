@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kg.cli.common import console, err_console
 from kg.embeddings.cache import index_model
+from kg.projections.embedding_backlog import count_waiting
 from kg.runtime import Runtime
 
 
@@ -13,7 +14,13 @@ async def print_extras(rt: Runtime) -> None:
     embedder = rt.embedder
     async with rt.system_pool.acquire() as conn:
         indexed = await index_model(conn)
+        waiting = await count_waiting(conn, rt.scope)
     console.print(f"embedder:      {embedder.model_id} (index holds {indexed or 'nothing yet'})")
+    if waiting:
+        console.print(
+            f"embeddings:    {waiting} node(s) wait for an embedding (the embedder was "
+            "unavailable); `kg sync` or `kg ingest` embeds them once it answers"
+        )
     if embedder.is_fallback:
         err_console.print(
             "[bold yellow]WARNING:[/] embeddings come from the hashing FALLBACK (lexical, not "

@@ -36,6 +36,12 @@ def print_skipped(report: IngestReport) -> None:
         )
 
 
+def print_warnings(warnings: Sequence[str]) -> None:
+    """``warning: ...`` on stderr: what degraded without failing (an embedder outage)."""
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+
+
 def sync(full: bool, max_bytes: int = DEFAULT_MAX_BYTES) -> int:
     """Run the sync, print its summary and problems; the exit code (1: failed files)."""
     from kg.cli.progress import shown
@@ -54,6 +60,7 @@ def sync(full: bool, max_bytes: int = DEFAULT_MAX_BYTES) -> int:
 
     report = asyncio.run(go())
     print(f"sync: {report.summary()}", flush=True)
+    print_warnings(report.all_warnings)
     if report.ingest is not None:
         print_problems(report.ingest.problems)
         print_skipped(report.ingest)
@@ -83,6 +90,7 @@ def sync_worktree(max_bytes: int = DEFAULT_MAX_BYTES) -> int:
     for part in (report.committed.ingest if report.committed else None, report.ingest):
         if part is not None:
             print_skipped(part)
+            print_warnings(part.warnings)
     failed = any(
         part is not None and part.failed
         for part in (report.committed.ingest if report.committed else None, report.ingest)

@@ -33,12 +33,12 @@ from kg.context.result import Budget, ContextEdge, ContextGraph, ContextNode, Go
 from kg.context.scoring import HOP_DECAY, recency_factor, task_overlap, weight_factor
 from kg.context.staleness import STALE_FACTOR, stale_status, successors
 from kg.embeddings.base import EmbeddingProvider
-from kg.embeddings.cache import query_vector
 from kg.errors import NotFoundError, ValidationError
 from kg.parsed.model import PARENT_OF
 from kg.passages import terms
 from kg.policies.evaluate import Governance, selected_types
 from kg.policies.model import NodeVerdict, Policy
+from kg.projections.embedding_backlog import EmbeddingState
 from kg.projections.graph_reader import EdgeRow, NodeRow
 from kg.ranking import (
     NONCURRENT_FACTOR,
@@ -50,6 +50,7 @@ from kg.ranking import (
     question_parts,
     unstructured_factor,
 )
+from kg.read.task_vector import task_vectors
 from kg.search import FALLBACK_WARNING
 
 # Bump whenever the same request on the same log would return a different graph (expansion,
@@ -136,8 +137,12 @@ class GraphSource(Protocol):
         self, node_ids: Sequence[str], edge_types: Sequence[str]
     ) -> list[EdgeRow]: ...
     async def semantic(
-        self, text: str, vector: str, k: int, node_types: Sequence[str]
-    ) -> list[tuple[str, float, float]]: ...
+        self, text: str, vector: str | None, k: int, node_types: Sequence[str]
+    ) -> list[tuple[str, float, float]]:
+        """Hybrid matches for ``text``; full-text ones only when ``vector`` is None."""
+        ...
+
+    async def embedding_state(self) -> EmbeddingState: ...
 
 
 @dataclass
@@ -162,9 +167,10 @@ class ContextBuilder:
         governance = await self._governance(req)
         warnings: list[str] = []
         semantic: list[tuple[str, float, float]] = []
+        embedder: str | None = None  # the model that embedded the task, if one did
         if req.mode == "semantic" or (req.mode == "policy_first" and not req.anchors):
-            semantic = await self._semantic_anchors(req)
-            if self.embedder is not None and self.embedder.is_fallback:
+            semantic, embedder = await self._semantic_anchors(req, warnings)
+            if embedder and self.embedder is not None and self.embedder.is_fallback:
                 warnings.append(FALLBACK_WARNING)
             if as_of_time is None:  # no node at all in this project
                 warnings.append(EMPTY_WARNING)
@@ -185,7 +191,7 @@ class ContextBuilder:
                 f"{left_out} superseded or deprecated node(s) left out (include_superseded=false)"
             )
         _prefer_originals(reached)
-        embedder = self.embedder.model_id if semantic and self.embedder else None
+        embedder = embedder if semantic else None
         return await self._assemble(
             req, reached, governance, as_of, depth, (matches, embedder), warnings
         )
@@ -204,21 +210,29 @@ class ContextBuilder:
         types = selected_types(policies.values())
         return Governance(policies, file_types=await self.source.document_types(types))
 
-    async def _semantic_anchors(self, req: ContextRequest) -> list[tuple[str, float, float]]:
-        if self.embedder is None:
-            raise ValidationError(f"mode {req.mode!r} with a task text needs an embedder")
+    async def _semantic_anchors(
+        self, req: ContextRequest, warnings: list[str]
+    ) -> tuple[list[tuple[str, float, float]], str | None]:
+        """The matches of the task (and of each part of a multi-part one), and the model that
+        embedded it: None when the matches are full-text ones (no embedder, the embedder
+        unavailable or not the index's model; ``warnings`` then says why)."""
         assert req.task is not None
         wanted = req.anchors_wanted
+        texts = [req.task, *question_parts(req.task)]
+        state = await self.source.embedding_state()
+        vectors, notes = await task_vectors(self.embedder, state, texts)
+        warnings.extend(notes)
         lists = []
-        for text in [req.task, *question_parts(req.task)]:
-            vector = await query_vector(self.embedder, text)
+        for i, text in enumerate(texts):
             depth = FUSION_DEPTH * wanted
+            vector = None if vectors is None else vectors[i]
             found = await self.source.semantic(text, vector, depth, req.node_types)
             lists.append(found[:wanted])
+        embedder = self.embedder.model_id if vectors is not None and self.embedder else None
         if len(lists) == 1:  # one question, no explicit semantic_k: CANDIDATE_DEPTH deeper
             deeper = req.semantic_k is None and wanted < MAX_DEFAULT_K
-            return found[: CANDIDATE_DEPTH * wanted if deeper else wanted]
-        return merge_parts(lists, wanted + 2 * len(lists))
+            return found[: CANDIDATE_DEPTH * wanted if deeper else wanted], embedder
+        return merge_parts(lists, wanted + 2 * len(lists)), embedder
 
     async def _anchors(
         self, req: ContextRequest, semantic: list[tuple[str, float, float]], gov: Governance

@@ -18,6 +18,7 @@ from kg.events.base import DomainEvent
 from kg.events.knowledge import EdgeAsserted, EdgesAsserted, NodeAsserted, edge_id
 from kg.events.policy import PolicyDefined
 from kg.policies.model import Policy, document_paths
+from kg.projections.embedding_backlog import EmbeddingState
 from kg.projections.graph_reader import EdgeRow, NodeRow
 from kg.projections.normalise import policy_properties
 
@@ -173,9 +174,15 @@ class MemoryGraph:
             key=lambda e: e.edge_id,
         )
 
+    async def embedding_state(self) -> EmbeddingState:
+        """Nothing waits: every node the caller gave a vector has it."""
+        return EmbeddingState(None, 0)
+
     async def semantic(
-        self, text: str, vector: str, k: int, node_types: Sequence[str]
+        self, text: str, vector: str | None, k: int, node_types: Sequence[str]
     ) -> list[tuple[str, float, float]]:
+        if vector is None:  # no full-text leg here (see the module docstring)
+            return []
         query = [float(x) for x in vector.strip("[]").split(",") if x]
         scored = []
         for node_id, v in self.vectors.items():

@@ -8,7 +8,7 @@ vector and used as a cache key: vectors from different models must never be comp
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from kg.errors import ConfigurationError
@@ -46,6 +46,37 @@ class EmbeddingProvider(Protocol):
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed ``texts`` in one batch; one unit-norm vector per text, in input order."""
         ...
+
+
+class DeferredEmbedder:
+    """An :class:`EmbeddingProvider` that builds the real one (``build``) the first time it
+    is used: a command that projects nothing new (a full-text query, an anchor build, every
+    non-semantic tool) then never constructs the embedder, whatever it is configured to be."""
+
+    def __init__(self, build: Callable[[], EmbeddingProvider]) -> None:
+        self._build = build
+        self._provider: EmbeddingProvider | None = None
+
+    @property
+    def provider(self) -> EmbeddingProvider:
+        if self._provider is None:
+            self._provider = self._build()
+        return self._provider
+
+    @property
+    def model_id(self) -> str:
+        return self.provider.model_id
+
+    @property
+    def dimensions(self) -> int:
+        return self.provider.dimensions
+
+    @property
+    def is_fallback(self) -> bool:
+        return self.provider.is_fallback
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return self.provider.embed(texts)
 
 
 def content_hash(text: str) -> str:

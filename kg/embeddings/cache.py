@@ -18,7 +18,6 @@ from kg.embeddings.base import EmbeddingProvider
 from kg.errors import EmbeddingError
 from kg.telemetry import embeddings_queued
 
-INDEX_DIMENSIONS = 384
 _MAX_EMBED_CHARS = 4000
 
 
@@ -58,28 +57,67 @@ def vector_literal(vector: list[float]) -> str:
     return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
 
 
+class IndexModelMismatch(EmbeddingError):
+    """The configured embedder is not the model the ``kg_nodes`` index holds vectors of."""
+
+
+HNSW_MAX_DIMENSIONS = 2000
+"""The largest ``vector`` pgvector's HNSW index takes (pgvector 0.7 and later)."""
+
+_COLUMN_SIZE = (
+    "SELECT atttypmod FROM pg_attribute WHERE attrelid = $1::regclass AND attname = 'embedding'"
+)
+# The tables whose vectors the HNSW indexes search: their column has the pinned model's size.
+SIZED_TABLES = ("kg_nodes", "kg_passages")
+
+
 async def check_index_model(conn: asyncpg.Connection, provider: EmbeddingProvider) -> None:
-    """Pin the index to ``provider``'s model on first use; refuse a different model later."""
-    if provider.dimensions != INDEX_DIMENSIONS:
-        raise EmbeddingError(
-            f"embedder {provider.model_id} gives {provider.dimensions}-dimensional vectors; the "
-            f"kg_nodes index stores {INDEX_DIMENSIONS}. Configure a {INDEX_DIMENSIONS}-dimension "
-            "model (KG_EMBEDDER_DIMENSIONS=384 for an OpenAI-compatible endpoint that supports it)"
-        )
+    """Pin the index to ``provider``'s model on first use; refuse a different model later.
+
+    Pinning a model whose vectors have another size than the columns' changes the columns'
+    type to ``vector(N)`` (their HNSW indexes follow); that happens on tables without vectors
+    (a new database, or after ``kg projections rebuild kg_nodes`` emptied them), so no data is
+    rewritten. Asks the provider for its size only then (an OpenAI-compatible endpoint of
+    unconfigured size answers a probe).
+
+    Raises:
+        IndexModelMismatch: the index holds another model's vectors.
+        EmbeddingError: the provider failed, or its size cannot be indexed.
+    """
     row = await conn.fetchrow("SELECT model_id FROM kg_embedding_index WHERE id = 1")
-    if row is None:
-        await conn.execute(
-            "INSERT INTO kg_embedding_index VALUES (1, $1, $2) ON CONFLICT (id) DO NOTHING",
-            provider.model_id,
-            provider.dimensions,
-        )
-    elif row["model_id"] != provider.model_id:
+    if row is not None:
+        if row["model_id"] != provider.model_id:
+            raise IndexModelMismatch(
+                f"the kg_nodes index holds vectors of {row['model_id']}, but the configured "
+                f"embedder is {provider.model_id}; vectors of two models cannot share one "
+                f"index. Set KG_EMBEDDER to match, or run `kg projections rebuild kg_nodes` to "
+                f"re-embed everything with {provider.model_id} (it shows the cost first)"
+            )
+        return
+    dimensions = provider.dimensions
+    if dimensions > HNSW_MAX_DIMENSIONS:
         raise EmbeddingError(
-            f"the kg_nodes index holds vectors of {row['model_id']}, but the configured embedder "
-            f"is {provider.model_id}; vectors of two models cannot share one index. Set "
-            f"KG_EMBEDDER to match, or run `kg projections rebuild kg_nodes` to re-embed "
-            f"everything with {provider.model_id}"
+            f"embedder {provider.model_id} gives {dimensions}-dimensional vectors; pgvector's "
+            f"HNSW index takes at most {HNSW_MAX_DIMENSIONS}. Set KG_EMBEDDER_DIMENSIONS to "
+            f"{HNSW_MAX_DIMENSIONS} or less for a model that shortens its vectors (OpenAI's "
+            "text-embedding-3 models do), or choose a smaller model"
         )
+    for table in SIZED_TABLES:
+        if await conn.fetchval(_COLUMN_SIZE, table) == dimensions:
+            continue
+        if await conn.fetchval(
+            f"SELECT EXISTS (SELECT 1 FROM {table} WHERE embedding IS NOT NULL)"
+        ):
+            raise EmbeddingError(
+                f"{table} holds vectors of a model the index does not name; run `kg projections "
+                f"rebuild kg_nodes` to re-embed everything with {provider.model_id}"
+            )
+        await conn.execute(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({dimensions})")
+    await conn.execute(
+        "INSERT INTO kg_embedding_index VALUES (1, $1, $2) ON CONFLICT (id) DO NOTHING",
+        provider.model_id,
+        dimensions,
+    )
 
 
 async def index_model(conn: asyncpg.Connection) -> str | None:

@@ -42,6 +42,10 @@ class IngestReport:
     calls: CallStats = field(default_factory=CallStats)
     seconds: float = 0.0
     catch_up_seconds: float = 0.0  # of ``seconds``: waiting for projections after appending
+    # Nodes projected without their vector (the embedder was unavailable), and why: a
+    # warning, not a failure (kg.projections.embedding_backlog).
+    waiting_embeddings: int = 0
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def files(self) -> int:
@@ -100,6 +104,12 @@ class SyncReport:
     ingest: IngestReport | None = None
     #: what applying the policy files did (kg.governance.sync), '' when the project has none
     policies: str = ""
+    #: an up-to-date sync's own warnings (nodes still waiting for an embedding)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def all_warnings(self) -> list[str]:
+        return [*self.warnings, *(self.ingest.warnings if self.ingest else [])]
 
     def summary(self) -> str:
         if self.mode == "up to date":

@@ -32,6 +32,7 @@ from kg.ingest.walker import drop_ignored, walk_files
 from kg.languages import SOURCE_SUFFIXES
 from kg.parsed.model import ParseProblem, document_id
 from kg.progress import NO_PROGRESS, Progress
+from kg.projections.embedding_backlog import embed_waiting
 
 
 async def ingest_paths(
@@ -113,11 +114,24 @@ async def _run(rt: IngestParts, targets: Targets, options: Options) -> IngestRep
     shown, ctx.progress = ctx.progress, options.progress
     try:
         report = await Pipeline(rt, schema, targets, options).run()
+        await _embed_waiting(rt, report)
     finally:
         ctx.progress = shown
     report.problems.sort(key=lambda p: (p.path, p.line, p.message))
     report.seconds = time.perf_counter() - start
     return report
+
+
+async def _embed_waiting(rt: IngestParts, report: IngestReport | SyncReport) -> None:
+    """Embed the nodes that wait for a vector (projected while the embedder was unavailable),
+    now or at the next run: an outage degrades an ingest to a warning, never a failure."""
+    backlog = await embed_waiting(rt.system_pool, rt.runner.ctx, rt.scope)
+    warning = backlog.warning()
+    if isinstance(report, IngestReport):
+        report.embedded += backlog.embedded
+        report.waiting_embeddings = backlog.waiting
+    if warning:
+        report.warnings.append(warning)
 
 
 async def sync_project(
@@ -161,7 +175,9 @@ async def sync_project(
         if reason is None:
             assert head is not None and last is not None
             if head == last:
-                return SyncReport("up to date", last, head)
+                result = SyncReport("up to date", last, head)
+                await _embed_waiting(rt, result)
+                return result
             changes = await asyncio.to_thread(gitio.changed_between, root, last, head)
             if any(c.path in SCHEMA_FILES for c in changes):
                 reason = "the schema map changed"

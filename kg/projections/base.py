@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -12,23 +13,50 @@ import asyncpg
 import orjson
 
 from kg.embeddings.base import EmbeddingProvider
+from kg.embeddings.cache import IndexModelMismatch
+from kg.errors import EmbeddingError
 from kg.events.envelope import RecordedEvent
 from kg.progress import NO_PROGRESS, TEXTS_EMBEDDED, Progress
+
+EMBEDDER_RETRY_SECONDS = 30.0
+"""After the embedder failed, how long projections of this process project without trying it
+again (a long-lived MCP server retries after that; each command is a process of its own)."""
 
 
 @dataclass
 class ProjectionContext:
     """What projections may use besides the connection. ``embedded`` counts texts actually
     sent to the provider (cache misses), for status and tests; ``progress`` is where a long
-    command's display counts them (and the events projected)."""
+    command's display counts them (and the events projected).
+
+    ``embedding_problem`` says why the embedder could not be used (unavailable, or not the
+    model the index holds): nodes were then projected without their vectors, to be embedded
+    later (:mod:`kg.projections.embedding_backlog`). An outage degrades, it never blocks."""
 
     embedder: EmbeddingProvider
     embedded: int = 0
     progress: Progress = NO_PROGRESS
+    embedding_problem: str | None = None
+    _retry_at: float = 0.0
 
     def note_embedded(self, n: int) -> None:
         self.embedded += n
         self.progress.add(TEXTS_EMBEDDED, n)
+
+    def embedder_resting(self) -> bool:
+        """Whether the embedder failed a moment ago (then it is not asked again yet)."""
+        return self.embedding_problem is not None and time.monotonic() < self._retry_at
+
+    def note_unavailable(self, error: EmbeddingError) -> None:
+        """Remember why the embedder could not be used; an outage (not a model that differs
+        from the index's, which costs nothing to find again) rests it a while."""
+        self.embedding_problem = str(error)
+        if not isinstance(error, IndexModelMismatch):
+            self._retry_at = time.monotonic() + EMBEDDER_RETRY_SECONDS
+
+    def note_available(self) -> None:
+        self.embedding_problem = None
+        self._retry_at = 0.0
 
 
 class Projection(Protocol):

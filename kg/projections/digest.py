@@ -14,14 +14,21 @@ TABLE_KEYS: dict[str, str] = {
 
 
 async def table_digest(
-    conn: asyncpg.Connection | asyncpg.Pool, table: str, tenant_id: str | None = None
+    conn: asyncpg.Connection | asyncpg.Pool,
+    table: str,
+    tenant_id: str | None = None,
+    *,
+    omit: str | None = None,
 ) -> str:
     """sha256 over every column of every row, in key order (needs the system pool); with
-    ``tenant_id``, over that tenant's rows only."""
+    ``tenant_id``, over that tenant's rows only; without column ``omit`` if given (a
+    different digest: compare it only with another one without that column)."""
     key = TABLE_KEYS[table]
+    row = "t::text" if omit is None else "(to_jsonb(t) - $2::text)::text"
     value = await conn.fetchval(
-        f"SELECT encode(sha256(coalesce(string_agg(t::text, E'\\n' ORDER BY {key}), '')::bytea),"
+        f"SELECT encode(sha256(coalesce(string_agg({row}, E'\\n' ORDER BY {key}), '')::bytea),"
         f" 'hex') FROM {table} t WHERE $1::text IS NULL OR t.tenant_id = $1",
         tenant_id,
+        *([] if omit is None else [omit]),
     )
     return str(value)

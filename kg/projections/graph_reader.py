@@ -16,6 +16,7 @@ import asyncpg
 
 from kg.config import Scope
 from kg.policies.model import Policy, PolicyRule, document_paths
+from kg.projections.embedding_backlog import EmbeddingState, embedding_state
 from kg.search import search_in_transaction
 
 
@@ -268,14 +269,20 @@ class GraphReader:
         return [EdgeRow(r[0], r[1], r[2], r[3], float(r[4])) for r in rows]
 
     async def semantic(
-        self, text: str, vector: str, k: int, node_types: Sequence[str]
+        self, text: str, vector: str | None, k: int, node_types: Sequence[str]
     ) -> list[tuple[str, float, float]]:
         """The ``k`` best hybrid (vector + full-text) matches for a task text, best first:
-        (node id, vector similarity or 0 when only full text found it, fused score)."""
+        (node id, vector similarity or 0 when only full text found it, fused score); full-text
+        matches only when ``vector`` is None (the embedder could not be used)."""
+        mode = "fulltext" if vector is None else "hybrid"
         hits = await search_in_transaction(
-            self.conn, self.scope, text, "hybrid", _opt(node_types), k, vector, max(4 * k, 40)
+            self.conn, self.scope, text, mode, _opt(node_types), k, vector, max(4 * k, 40)
         )
         return [(h.node_id, h.similarity or 0.0, h.score) for h in hits]
+
+    async def embedding_state(self) -> EmbeddingState:
+        """The index's model and how many of the project's nodes wait for a vector."""
+        return await embedding_state(self.conn, self.scope)
 
 
 # For other readers of kg_nodes that return NodeRows (kg.projections.browse_reader).

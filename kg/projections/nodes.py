@@ -9,7 +9,14 @@ import asyncpg
 
 from kg.breadcrumbs import breadcrumb
 from kg.embeddings.base import content_hash
-from kg.embeddings.cache import check_index_model, embedding_text, ensure_cached, passage_texts
+from kg.embeddings.cache import (
+    check_index_model,
+    embedding_text,
+    ensure_cached,
+    index_model,
+    passage_texts,
+)
+from kg.errors import EmbeddingError
 from kg.events.envelope import RecordedEvent
 from kg.events.knowledge import NodeAsserted, NodeRetired
 from kg.projections.base import ProjectionContext, drop_indexes, json_rows, runs
@@ -42,6 +49,9 @@ _WHEN_EMPTY = {
     "(tenant_id, project_id, node_type)",
     "kg_nodes_updated": "CREATE INDEX IF NOT EXISTS kg_nodes_updated ON kg_nodes "
     "(tenant_id, project_id, updated_at)",
+    # migration 0019: the nodes waiting for a vector
+    "kg_nodes_unembedded": "CREATE INDEX IF NOT EXISTS kg_nodes_unembedded ON kg_nodes "
+    "(tenant_id, project_id) WHERE embedding IS NULL",
 }
 _ALL_BULK_INDEXES = _BULK_INDEXES | _WHEN_EMPTY
 # The build is several times faster when the graph fits in memory: raise the session's
@@ -100,6 +110,29 @@ def _key(g: GraphChange) -> tuple[str, str, str]:
     return (g.source.tenant_id, g.source.project_id, node.node_id)
 
 
+async def embed_or_degrade(
+    conn: asyncpg.Connection, ctx: ProjectionContext, texts: dict[str, str]
+) -> str | None:
+    """Cache a vector of every text for the configured embedder; the model whose cached
+    vectors the projected rows then take.
+
+    When the embedder is unavailable (down, failing, or not the model the index holds), the
+    rows are projected all the same, without the vectors that are not cached: full-text search
+    and every non-semantic read go on, and the nodes wait for their vectors
+    (:mod:`kg.projections.embedding_backlog`). They take only vectors of the model the index
+    holds (None when it holds none yet: no vector at all), never another model's."""
+    if not ctx.embedder_resting():
+        try:
+            await check_index_model(conn, ctx.embedder)
+            await ensure_cached(conn, ctx.embedder, texts, on_embedded=ctx.note_embedded)
+        except EmbeddingError as error:
+            ctx.note_unavailable(error)
+        else:
+            ctx.note_available()
+            return ctx.embedder.model_id
+    return await index_model(conn)
+
+
 class NodesProjection:
     name = "kg_nodes"
     #: the runner replays this projection in a lane of its own during a bulk catch-up, so that
@@ -117,8 +150,8 @@ class NodesProjection:
         asserted = [g.change for g in mine if isinstance(g.change, NodeAsserted)]
         hashes: dict[int, str] = {}  # id(change) -> content hash of its embedding text
         passages: dict[int, list[str]] = {}  # id(change) -> hashes of its passages' texts
+        model: str | None = None  # whose cached vectors the rows take
         if asserted:
-            await check_index_model(conn, ctx.embedder)
             texts = {}
             for node in asserted:
                 place = breadcrumb(node.node_id, node.name, node.properties or {})
@@ -127,13 +160,13 @@ class NodesProjection:
                 for passage in passage_texts(node.name, node.content, place):
                     texts[h := content_hash(passage)] = passage
                     passages.setdefault(id(node), []).append(h)
-            await ensure_cached(conn, ctx.embedder, texts, on_embedded=ctx.note_embedded)
+            model = await embed_or_degrade(conn, ctx, texts)
         for kind, run in runs(mine, lambda g: g.kind):
             keys = list({_key(g): None for g in run})
             await conn.execute(_PASSAGES_DELETE, *(list(col) for col in zip(*keys, strict=True)))
             if kind == "NodeAsserted":
-                await self._upsert(conn, run, ctx, hashes)
-                await self._passages(conn, run, ctx, passages)
+                await self._upsert(conn, run, model, hashes)
+                await self._passages(conn, run, model, passages)
             else:
                 await conn.execute(_DELETE, *(list(col) for col in zip(*keys, strict=True)))
 
@@ -141,7 +174,7 @@ class NodesProjection:
         self,
         conn: asyncpg.Connection,
         run: list[GraphChange],
-        ctx: ProjectionContext,
+        model: str | None,
         hashes: dict[int, str],
     ) -> None:
         # One row per node: the last state wins; a new node's created_at is its first assertion.
@@ -173,13 +206,13 @@ class NodesProjection:
                 }
             )
         # An existing node keeps its created_at and first_position (not in the SET list).
-        await conn.execute(_UPSERT, ctx.embedder.model_id, json_rows(rows))
+        await conn.execute(_UPSERT, model, json_rows(rows))
 
     async def _passages(
         self,
         conn: asyncpg.Connection,
         run: list[GraphChange],
-        ctx: ProjectionContext,
+        model: str | None,
         passages: dict[int, list[str]],
     ) -> None:
         latest = {_key(g): g.change for g in run}
@@ -191,7 +224,7 @@ class NodesProjection:
                 for col, value in zip(cols, values, strict=True):
                     col.append(value)
         if cols[0]:
-            await conn.execute(_PASSAGES_INSERT, ctx.embedder.model_id, *cols)
+            await conn.execute(_PASSAGES_INSERT, model, *cols)
 
     async def reset(self, conn: asyncpg.Connection) -> None:
         # Inserting into HNSW costs ~1 ms a row; building it once after the replay is several

@@ -28,7 +28,7 @@ from kg.directives.score import (
 )
 from kg.directives.words import words
 from kg.embeddings.cache import query_vector
-from kg.errors import NotFoundError, ValidationError
+from kg.errors import EmbeddingError, NotFoundError, ValidationError
 from kg.events import EventMetadata
 from kg.events.directives import DirectivesServed
 from kg.ingest.files import project_relpath
@@ -37,6 +37,7 @@ from kg.policies.evaluate import Governance
 from kg.policies.model import REDACTED_NAME
 from kg.read import directives as directive_rows
 from kg.read.directives import DirectiveRow
+from kg.read.task_vector import fallback_warning
 from kg.runtime import Runtime
 from kg.validation import check_text, check_texts, clip
 
@@ -186,9 +187,14 @@ async def query_directives(
     detected = await _detected(rt, task=task, paths=paths, diff=diff, layer=layer, topics=topics)
     query_text = task.strip() or " ".join(detected.topic_names)
     vector = None
+    unembedded: list[str] = []  # why the task was not embedded (the embedder failed)
     if query_text:
-        literal = await query_vector(rt.embedder, query_text)
-        vector = np.array(literal.strip("[]").split(","), dtype=np.float32)
+        try:
+            literal = await query_vector(rt.embedder, query_text)
+        except EmbeddingError as error:  # ranked without similarity: degraded, not refused
+            unembedded.append(fallback_warning(str(error)))
+        else:
+            vector = np.array(literal.strip("[]").split(","), dtype=np.float32)
     ctx = TaskContext(
         layer=detected.layer,
         topics=frozenset(detected.topic_names),
@@ -222,7 +228,7 @@ async def query_directives(
         token_estimate=tokens, token_budget=token_budget, considered=len(cat.rows),
         applicable=len(eligible), cut_by_budget=cut, excluded_by_policy=gov.excluded_nodes,
         redacted_by_policy=redacted, as_of_position=cat.position,
-        warnings=list(detected.warnings),
+        warnings=[*detected.warnings, *unembedded],
     )  # fmt: skip
     request = {
         "task": task, "paths": list(paths), "diff_chars": len(diff), "layer": layer,

@@ -37,13 +37,16 @@ class Recorded:
 
 @dataclass
 class StubServer:
-    """Runs the stub on 127.0.0.1 on a free port in a daemon thread; use as a context manager."""
+    """Runs the stub on 127.0.0.1 in a daemon thread; use as a context manager. ``port`` 0
+    takes a free one; a given port lets a test stop the server (an outage) and start another
+    where the client expects it (the embedder is back)."""
 
     dimensions: int = STUB_DIMENSIONS
     requests: list[Recorded] = field(default_factory=list)
+    port: int = 0
 
     def __post_init__(self) -> None:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), _handler_for(self))
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property

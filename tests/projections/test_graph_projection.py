@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import struct
 
 import asyncpg
@@ -9,7 +10,6 @@ import pytest
 
 from kg.config import Scope
 from kg.embeddings import HashingEmbedder
-from kg.errors import EmbeddingError
 from kg.events import EdgeAsserted, EdgeRetracted, EventStore, NodeAsserted, NodeRetired
 from kg.projections import ProjectionContext, ProjectionRunner, default_projections
 from kg.projections.digest import table_digest
@@ -147,7 +147,7 @@ async def test_unchanged_content_is_never_embedded_twice(
     assert embedder.texts == 1
 
 
-async def test_a_second_model_is_refused_with_a_clear_message(
+async def test_a_second_model_never_mixes_its_vectors_in_and_says_how_to_switch(
     store: EventStore, scope: Scope, runner: ProjectionRunner, system_pool: asyncpg.Pool
 ) -> None:
     await store.append(scope, "s", [doc(1)])
@@ -155,14 +155,28 @@ async def test_a_second_model_is_refused_with_a_clear_message(
 
     other_model = HashingEmbedder()
     other_model.model_id = "other-model"
-    other = ProjectionRunner(system_pool, default_projections(), ProjectionContext(other_model))
+    ctx = ProjectionContext(other_model)
+    other = ProjectionRunner(system_pool, default_projections(), ctx)
     await store.append(scope, "s", [doc(2)])
-    with pytest.raises(EmbeddingError, match=r"hashing-v1-384.*other-model.*rebuild"):
-        await other.catch_up()
-    assert set(await nodes(system_pool)) == {"document:d1.md"}, "the failed batch wrote nothing"
+    # Degraded, not blocked (issue 30): the node is projected, without a vector of either model.
+    await other.catch_up()
+    assert ctx.embedding_problem is not None
+    assert re.search(r"hashing-v1-384.*other-model.*rebuild", ctx.embedding_problem)
+    rows = await system_pool.fetch("SELECT node_id, embedding IS NULL AS waiting FROM kg_nodes")
+    assert {r["node_id"]: r["waiting"] for r in rows} == {
+        "document:d1.md": False,
+        "document:d2.md": True,
+    }
+    assert (
+        await system_pool.fetchval(
+            "SELECT count(*) FROM embedding_cache WHERE model_id = 'other-model'"
+        )
+        == 0
+    ), "nothing was embedded with a model the index does not hold"
 
     await other.rebuild()
     assert await system_pool.fetchval("SELECT model_id FROM kg_embedding_index") == "other-model"
+    assert await system_pool.fetchval("SELECT count(*) FROM kg_nodes WHERE embedding IS NULL") == 0
 
 
 async def test_application_role_sees_only_its_tenants_rows(
