@@ -299,6 +299,8 @@ async def test_a_one_part_question_keeps_twice_the_anchors_as_candidates() -> No
         ]
     builder = ContextBuilder(graph, embedder)
     request = parse_request(mode="semantic", task=task, token_budget=800)
-    assert len(await builder._semantic_anchors(request)) == 2 * request.anchors_wanted
+    anchors, _ = await builder._semantic_anchors(request, [])
+    assert len(anchors) == 2 * request.anchors_wanted
     exact = parse_request(mode="semantic", task=task, token_budget=800, semantic_k=5)
-    assert len(await builder._semantic_anchors(exact)) == 5
+    anchors, _ = await builder._semantic_anchors(exact, [])
+    assert len(anchors) == 5
