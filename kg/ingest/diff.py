@@ -36,8 +36,10 @@ from kg.read.entity_names import ENTITY
 # Bump when parsing rules change what a file produces, so unchanged files are re-derived.
 # 2: section heading path and document status in properties. 3: labels from front matter.
 # 4: rule files' directives (kg.directives). 5: directive headings (``### [MUST] ...``) read
-# whole, with their own conditions (issue 30 item 4).
-PARSER_VERSION = "5"
+# whole, with their own conditions (issue 30 item 4). 6: requirement ids scoped to the
+# defining document, defined by list items and table rows too, of any prefix stated as a
+# numbered family.
+PARSER_VERSION = "6"
 SOURCE_KEY = "kg_source"
 STREAM_PREFIX = "doc:"
 _MAX_STREAM = 500

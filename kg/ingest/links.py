@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 
 from kg.ingest.code.mentions import CodeNames
+from kg.ingest.requirements import RequirementIndex
 from kg.ingest.slugs import MAX_SLUG, slugify
 from kg.languages import is_source
 
@@ -83,13 +84,20 @@ class WikiIndex:
     Obsidian-style wiki links name a page by stem (case-insensitive) or by a path. The parser
     sees one file at a time, so the caller supplies the file list; without it a bare
     ``[[page]]`` is taken to be ``page.md`` next to the linking file. ``code`` (optional) is
-    the project's source files and symbols, for code named in backticks.
+    the project's source files and symbols, for code named in backticks; ``requirements``
+    (optional) which documents define which requirement ids, for the mentions elsewhere.
     """
 
-    __slots__ = ("_by_stem", "_paths", "code")
+    __slots__ = ("_by_stem", "_paths", "code", "requirements")
 
-    def __init__(self, relpaths: Iterable[str], code: CodeNames | None = None) -> None:
+    def __init__(
+        self,
+        relpaths: Iterable[str],
+        code: CodeNames | None = None,
+        requirements: RequirementIndex | None = None,
+    ) -> None:
         self.code = code
+        self.requirements = requirements
         self._paths: set[str] = set()
         by_stem: defaultdict[str, list[str]] = defaultdict(list)
         previous, ordered = "", True

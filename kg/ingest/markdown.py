@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
+from bisect import bisect_right
+from collections.abc import Container
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,13 @@ from kg.ingest.links import (
     resolve_wikilink,
 )
 from kg.ingest.mdit import FRONT_MATTER, UNCLOSED_FLAG, WIKILINK, markdown_parser
+from kg.ingest.requirements import (
+    Definition,
+    RequirementIndex,
+    RequirementMatch,
+    bare_id,
+    scoped_id,
+)
 from kg.ingest.schema_map import LABEL, LABEL_RULE, SchemaMap, load_schema_map
 from kg.ingest.slugs import Slugger
 from kg.ingest.status import front_matter_status, status_line
@@ -47,7 +56,6 @@ from kg.parsed.model import (
     Severity,
     document_id,
     path_id_problem,
-    requirement_id,
     section_id,
 )
 from kg.validation import clip
@@ -142,6 +150,16 @@ class _Builder:
         self.preamble_start = 0
         self.sections: list[_Section] = []
         self.requirements: dict[str, ParsedNode] = {}
+        # Requirement ids: what this file defines (and where), what the project does
+        # (kg.ingest.requirements), and the mentions, resolved once the walk is over.
+        self.index: RequirementIndex | None = wiki_index.requirements if wiki_index else None
+        self.local_defs: dict[str, Definition] = {
+            d.canonical: d for d in schema.requirements.definitions(source)
+        }
+        self.recognised = _Recognised(self.local_defs, self.index)
+        self.defining: dict[str, str] = {}  # canonical -> the node that defines it here
+        self.defined_at: dict[str, int] = {}  # canonical -> the line of that definition
+        self.mentions: list[tuple[str, RequirementMatch, int]] = []
         self.edges: dict[tuple[str, str, str], ParsedEdge] = {}
         self.problems: list[ParseProblem] = []
         self.first_h1: str | None = None
@@ -185,6 +203,7 @@ class _Builder:
                     self.entities.scan(token.content, line, current, glossary)
                 if token.children:
                     self._scan_links(token.children, line, current)
+        self._requirement_edges()
 
     def _front_matter(self, token: Token) -> None:
         assert token.map is not None
@@ -207,11 +226,16 @@ class _Builder:
         self._edge(CONTAINS, self.doc_id, node_id, {})
         if level == 1 and self.first_h1 is None:
             self.first_h1 = name
-        defined = self.schema.requirements.leading(name)
-        if defined is not None:
+        defined = self.schema.requirements.leading(name, self.recognised)
+        if defined is not None and defined.canonical in self.defining:
+            self._defined_again(defined.canonical, heading.map[0] + 1)
+        elif defined is not None:
+            line = heading.map[0] + 1
             section.defines.add(defined.canonical)
-            req = self._requirement(defined.canonical, heading.map[0] + 1)
-            self._edge(DEFINES, node_id, req, {"line": heading.map[0] + 1, "raw": defined.raw})
+            self.defining[defined.canonical] = node_id
+            self.defined_at[defined.canonical] = line
+            req = self._requirement(scoped_id(self.relpath, defined.canonical), line)
+            self._edge(DEFINES, node_id, req, {"line": line, "raw": defined.raw})
         return section
 
     def _scan_requirements(self, content: str, line: int, owner: str, defined: set[str]) -> None:
@@ -221,13 +245,56 @@ class _Builder:
         tokenised (see :mod:`kg.ingest.mdit`); ``line`` is the 1-based line the run starts on.
         """
         seen = 0
-        for match in self.schema.requirements.find(content):
+        for match in self.schema.requirements.find(content, self.recognised):
             line += content.count("\n", seen, match.start)
             seen = match.start
-            if match.canonical in defined:
+            if match.canonical not in defined:
+                self.mentions.append((owner, match, line))
+
+    def _requirement_edges(self) -> None:
+        """DEFINES from the section holding each definition this file states (a list item,
+        a paragraph or a table row; headings did theirs), then a REFERENCES edge for each
+        mention: to this file's definition, else to the project's nearest one, else (a
+        configured kind nobody defines) to the project-wide id; none when the nearest
+        definitions are in several folders (see :class:`RequirementIndex`)."""
+        starts = [s.line + 1 for s in self.sections]
+        for d in sorted(self.local_defs.values(), key=lambda d: d.line):
+            if d.canonical in self.defining:
+                if d.line != self.defined_at[d.canonical]:
+                    self._defined_again(d.canonical, d.line)
                 continue
-            req = self._requirement(match.canonical, line)
-            self._edge(REFERENCES, owner, req, {"line": line, "raw": match.raw})
+            at = bisect_right(starts, d.line) - 1
+            owner = self.sections[at].node_id if at >= 0 else self.doc_id
+            self.defining[d.canonical] = owner
+            self.defined_at[d.canonical] = d.line
+            req = self._requirement(scoped_id(self.relpath, d.canonical), d.line)
+            self._edge(DEFINES, owner, req, {"line": d.line, "raw": d.raw})
+        for owner, match, line in self.mentions:
+            canonical = match.canonical
+            targets: list[str] | None
+            if canonical in self.defining:
+                if self.defining[canonical] == owner:
+                    continue  # restated where it is defined
+                targets = [scoped_id(self.relpath, canonical)]
+            else:
+                targets = self.index.targets(canonical, self.relpath) if self.index else None
+                if targets is None:
+                    if not self.schema.requirements.is_configured(canonical):
+                        continue
+                    targets = [bare_id(canonical)]
+            for target in targets:
+                self._requirement(target, line)
+                self._edge(REFERENCES, owner, target, {"line": line, "raw": match.raw})
+
+    def _defined_again(self, canonical: str, line: int) -> None:
+        # A heading's definition is kept even below a list item's (headings come first).
+        first, line = sorted((self.defined_at[canonical], line))
+        self._problem(
+            line,
+            f"requirement {canonical} is defined twice in this file (lines {first} and {line}); "
+            "only one definition is kept: give the other its own id",
+            "warning",
+        )
 
     def _scan_code(self, content: str, line: int, owner: str) -> None:
         """Source files and symbols named in inline code (:mod:`kg.ingest.code.mentions`)."""
@@ -296,8 +363,8 @@ class _Builder:
 
     # -- collection ---------------------------------------------------------------------------
 
-    def _requirement(self, canonical: str, line: int) -> str:
-        node_id = requirement_id(canonical)
+    def _requirement(self, node_id: str, line: int) -> str:
+        canonical = node_id.rpartition("#")[2].removeprefix("requirement:")
         if node_id not in self.requirements:
             self.requirements[node_id] = ParsedNode(
                 node_id, REQUIREMENT, canonical, "", {}, (REQUIREMENT,), line
@@ -401,6 +468,20 @@ class _Builder:
             )
         nodes.extend(self.requirements.values())
         return nodes
+
+
+class _Recognised(Container[str]):
+    """Ids of the general shape that count in this file: those it defines, and those any
+    document of the project defines."""
+
+    __slots__ = ("_index", "_local")
+
+    def __init__(self, local: dict[str, Definition], index: RequirementIndex | None) -> None:
+        self._local = local
+        self._index = index
+
+    def __contains__(self, canonical: object) -> bool:
+        return canonical in self._local or (self._index is not None and canonical in self._index)
 
 
 def _target_id(target: LinkTarget) -> str:

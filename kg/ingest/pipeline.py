@@ -51,6 +51,7 @@ from kg.ingest.parts import IngestParts
 from kg.ingest.project import discover_markdown, parse_texts, parsing_pool
 from kg.ingest.provenance import Provenance, worktree_fingerprint
 from kg.ingest.report import IngestReport
+from kg.ingest.requirements import RequirementIndex
 from kg.ingest.schema_map import SchemaMap
 from kg.ingest.secrets import Allowlist, mask_text
 from kg.ingest.supersede import link_edits
@@ -291,8 +292,10 @@ class Pipeline:
         if code or any(is_source(rel) for rel in removed):
             run = await self._write_code(code, removed, texts, set(specs), workers)
             changed += [p for p in self._extra_specs if p not in changed]
+        requirements, extra = await self._requirements(changed, removed, texts)
+        changed += extra
         names = await self._code_names(run, [texts[r] for r in changed]) if changed else None
-        index = WikiIndex(specs, names)
+        index = WikiIndex(specs, names, requirements)
         pool: Executor | None = None
         if workers > 1 and len(changed) >= POOL_MIN_FILES:
             pool = parsing_pool(self.root, self.schema, index, workers)
@@ -327,6 +330,33 @@ class Pipeline:
         finally:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)
+
+    async def _requirements(
+        self, changed: list[str], removed: list[str], texts: dict[str, str]
+    ) -> tuple[RequirementIndex, list[str]]:
+        """Which documents define which requirement ids once this run is applied (the graph's
+        DEFINES edges, with the files parsed now scanned instead), so a mention resolves to
+        the nearest definition (:mod:`kg.ingest.requirements`); and the unchanged files
+        that mention an id whose definitions came or went, read to join the run."""
+        replaced = set(changed) | set(removed)
+        matcher = self.schema.requirements
+        scanned = await asyncio.to_thread(
+            lambda: {(rel, d.canonical) for rel in changed for d in matcher.definitions(texts[rel])}
+        )
+        async with state.scoped(self.rt.app_pool, self.scope) as conn:
+            stored = await state.requirement_definitions(conn, self.scope)
+            before = {(p, c) for p, c in stored if p in replaced}
+            moved = sorted({c for _, c in before ^ scanned})
+            mentioning = await state.files_mentioning_requirements(conn, self.scope, moved)
+        index = RequirementIndex([*(d for d in stored if d[0] not in replaced), *scanned])
+        extra = [p for p in mentioning if p not in replaced and (self.root / p).is_file()]
+        more, problems = await asyncio.to_thread(
+            _read_all, self.root, extra, self.options.max_bytes
+        )
+        self.report.problems += problems
+        texts.update(more)
+        self.report.unchanged -= len([p for p in more if p in self._unchanged])
+        return index, sorted(more)
 
     async def _code_names(self, run: CodeRun | None, specs: list[str]) -> CodeNames | None:
         """The repository's source files and the symbols the ``specs`` (texts) may name in

@@ -16,7 +16,8 @@ import asyncpg
 
 from kg.config import Scope
 from kg.ingest.diff import SOURCE_KEY, EdgeState, NodeState, ProjectedFile
-from kg.parsed.model import CONTAINS, DOCUMENT
+from kg.ingest.requirements import split_id
+from kg.parsed.model import CONTAINS, DEFINES, DOCUMENT, REFERENCES, REQUIREMENT
 from kg.read.reader import Reader
 
 _CHUNK = 5000
@@ -241,3 +242,47 @@ async def holds_mark(conn: asyncpg.Connection, scope: Scope, mark: tuple[int, st
         mark[0],
     )
     return bool(found == mark[1])
+
+
+async def requirement_definitions(conn: asyncpg.Connection, scope: Scope) -> list[tuple[str, str]]:
+    """``(defining file, canonical id)`` of every requirement a document defines (its
+    DEFINES edge into ``requirement:{path}#{id}``; see :mod:`kg.ingest.requirements`)."""
+    rows = await conn.fetch(
+        "SELECT DISTINCT to_node FROM kg_edges WHERE tenant_id = $1 AND project_id = $2 "
+        "AND edge_type = $3 AND to_node LIKE 'requirement:%#%'",
+        scope.tenant_id,
+        scope.project_id,
+        DEFINES,
+    )
+    found = []
+    for r in rows:
+        path, canonical = split_id(r["to_node"])
+        if path:
+            found.append((path, canonical))
+    return found
+
+
+async def files_mentioning_requirements(
+    conn: asyncpg.Connection, scope: Scope, canonicals: Sequence[str]
+) -> list[str]:
+    """Files with a REFERENCES edge to a requirement named any of ``canonicals`` (wherever
+    it points): their mentions are resolved again when those ids' definitions come or go."""
+    if not canonicals:
+        return []
+    rows = await conn.fetch(
+        "SELECT DISTINCT e.from_node FROM kg_nodes n JOIN kg_edges e "
+        "ON e.tenant_id = n.tenant_id AND e.project_id = n.project_id AND e.to_node = n.node_id "
+        "WHERE n.tenant_id = $1 AND n.project_id = $2 AND n.node_type = $3 "
+        "AND n.name = ANY($4::text[]) AND e.edge_type = $5",
+        scope.tenant_id,
+        scope.project_id,
+        REQUIREMENT,
+        list(canonicals),
+        REFERENCES,
+    )
+    paths = set()
+    for r in rows:
+        kind, _, rest = r["from_node"].partition(":")
+        if kind in ("section", "document"):
+            paths.add(rest.partition("#")[0] if kind == "section" else rest)
+    return sorted(paths)

@@ -49,6 +49,8 @@ FILE_NODE_PREFIXES = frozenset(
 def node_path(node_id: str) -> str | None:
     """The project-relative file a node comes from, read off its id; None for other nodes."""
     prefix, sep, rest = node_id.partition(":")
+    if sep and prefix == "requirement" and "#" in rest:  # defined by that file
+        return rest.rpartition("#")[0] or None
     if not sep or prefix.casefold() not in FILE_NODE_PREFIXES:
         return None
     return rest.split("#", 1)[0].split("::", 1)[0] or None
@@ -112,6 +114,12 @@ class Policy:
             return f"scope {rule.scope}"
         if node_id and node_id in rule.node_ids:
             return f"node id {node_id}"
+        if node_id.startswith("requirement:") and "#" in node_id:
+            # ``requirements: [FR-13]`` (requirement:FR-13) selects FR-13 whichever document
+            # defines it (requirement:docs/prd.md#FR-13), as it did before ids were scoped.
+            bare = "requirement:" + node_id.rpartition("#")[2]
+            if bare in rule.node_ids:
+                return f"node id {bare}"
         if not (rule.node_types or rule.labels or rule.paths):
             return None
         typed = None

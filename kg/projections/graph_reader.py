@@ -99,6 +99,14 @@ SELECT {_NODE_COLS}
  ORDER BY n.node_id
 """
 
+_REQUIREMENTS_NAMED = f"""
+SELECT {_NODE_COLS}
+  FROM kg_nodes n
+ WHERE n.tenant_id = $1 AND n.project_id = $2 AND n.node_type = 'Requirement'
+   AND n.name = ANY($3::text[]) AND n.node_id LIKE 'requirement:%#%'
+ ORDER BY n.node_id
+"""
+
 _EDGES_AMONG = """
 SELECT edge_id, edge_type, from_node, to_node, weight
   FROM kg_edges
@@ -214,6 +222,14 @@ class GraphReader:
     async def nodes(self, node_ids: Sequence[str]) -> list[NodeRow]:
         rows = await self.conn.fetch(
             _NODES, self.scope.tenant_id, self.scope.project_id, list(node_ids)
+        )
+        return [_node(r) for r in rows]
+
+    async def requirements_named(self, names: Sequence[str]) -> list[NodeRow]:
+        """Requirement nodes whose canonical id (their name) is one of ``names``, whichever
+        document defines them (``requirement:{path}#{id}``), by node id."""
+        rows = await self.conn.fetch(
+            _REQUIREMENTS_NAMED, self.scope.tenant_id, self.scope.project_id, list(names)
         )
         return [_node(r) for r in rows]
 

@@ -5,8 +5,11 @@ The one place a reference to a node is resolved, for every command and tool that
 the action guard). A reference that is a node id is taken as it is. A project-relative path
 names its file (``docs/prd.md``, ``src/shop/checkout.py``), a Markdown path with an anchor its
 section (``docs/prd.md#goals``), a source location the innermost class or function there
-(``src/shop/checkout.py:42``, else the file: :mod:`kg.read.code_anchors`), and a requirement
-id its requirement (``FR1``, ``FR-1``), when that node exists. Otherwise it is read as the
+(``src/shop/checkout.py:42``, else the file: :mod:`kg.read.code_anchors`), a Markdown path
+with a requirement id the requirement that file defines (``specs/003-x/spec.md#FR-001``), and
+a requirement id (``FR1``, ``FR-001``) the requirement of the one document that defines it
+(several documents defining it: an :class:`AmbiguousNameError` listing them), else the
+project-wide node of an id no document defines, when it exists. Otherwise it is read as the
 name of an extracted entity (:mod:`kg.ingest.entities`), matched on the same normalised key
 ingestion merges spellings with (``Charges``, ``charge`` and ``**Charge**`` are one name).
 
@@ -56,13 +59,29 @@ class AmbiguousNameError(ValidationError):
 _MARKDOWN = re.compile(r"\.(?:md|markdown|mdx)(?:#|$)", re.IGNORECASE)
 #: ``dir/name.ext`` or ``name.ext``, with an optional ``:line``
 _FILE = re.compile(r"^[^\s:#]*[^\s:#/]\.[A-Za-z0-9]{1,10}(?::\d{1,7})?$")
-_REQUIREMENT = re.compile(r"^([A-Za-z]{1,16})[-_ ]?(\d{1,9}(?:\.\d{1,9})*)$")
+_REQUIREMENT = re.compile(
+    r"^([A-Za-z]{1,16}(?:-[A-Za-z]{1,16}){0,3})[-_ ]?(\d{1,9}(?:\.\d{1,9})*)$"
+    r"|^((?:[A-Z]{1,16}-){1,3}[A-Z]{3,16})$"
+)
+
+
+def requirement_name(text: str) -> str | None:
+    """The canonical requirement id ``text`` spells (``FR-001``, ``fr1`` -> ``FR-1``;
+    ``PKG-FR-3``; ``CORE-FR-LOCK``), as :mod:`kg.ingest.requirements` names them."""
+    match = _REQUIREMENT.match(text.strip())
+    if match is None:
+        return None
+    if match.group(3):
+        return match.group(3)
+    number = ".".join(str(int(part)) for part in match.group(2).split("."))
+    return f"{match.group(1).upper()}-{number}"
 
 
 def spelled_ids(ref: str) -> list[str]:
     """The node ids a reference may spell other than as an id: a Markdown path's document or
-    section, another file's document (``path`` or ``path:line``), a requirement's id
-    (canonical: upper-case prefix, a hyphen)."""
+    section (or the requirement its anchor names: ``specs/003-x/spec.md#FR-001``), another
+    file's document (``path`` or ``path:line``), a requirement's project-wide id (canonical:
+    upper-case prefix, a hyphen)."""
     text = ref.strip()
     found = []
     if _MARKDOWN.search(text):
@@ -70,15 +89,56 @@ def spelled_ids(ref: str) -> list[str]:
         path = posixpath.normpath(path)
         if not path.startswith(("/", "../")) and path != "..":
             found.append(f"section:{path}#{anchor.lower()}" if anchor else f"document:{path}")
+            if anchor and (name := requirement_name(anchor)) is not None:
+                found.append(f"requirement:{path}#{name}")
     elif _FILE.match(text):  # any other file: its document (code, YAML, text)
         path, _, line = text.partition(":")
         path = posixpath.normpath(path)
         if not path.startswith(("/", "../")) and path != ".." and (not line or line.isdigit()):
             found.append(f"document:{path}")
-    requirement = _REQUIREMENT.match(text)
-    if requirement:
-        found.append(f"requirement:{requirement.group(1).upper()}-{requirement.group(2)}")
+    name = requirement_name(text)
+    if name is not None:
+        found.append(f"requirement:{name}")
     return found
+
+
+def _requirement_of(ref: str) -> str | None:
+    """The canonical id a reference names when it means a requirement without saying whose:
+    ``FR-001``, or the project-wide id ``requirement:FR-1`` (what ids were before they were
+    scoped to the defining document)."""
+    text = ref.strip()
+    if text.startswith("requirement:") and "#" not in text:
+        return requirement_name(text.removeprefix("requirement:"))
+    return requirement_name(text)
+
+
+async def _resolve_requirements(
+    reader: GraphReader, gov: Governance, refs: Sequence[str], resolved: dict[str, str]
+) -> None:
+    """A bare requirement id (``FR-001``, or the project-wide ``requirement:FR-1`` when no
+    such node is left) names the one document's requirement that defines it
+    (``requirement:specs/003-x/spec.md#FR-1``); when several documents do, the error lists
+    them so the caller can pick one. Denied requirements are never candidates. An id no
+    document defines is left to the project-wide node (:func:`spelled_ids`)."""
+    wanted = {ref: name for ref in refs if (name := _requirement_of(ref)) is not None}
+    if not wanted:
+        return
+    rows = await reader.requirements_named(sorted(set(wanted.values())))
+    visible = [
+        r for r in rows if not gov.verdict(r.node_type, r.labels, r.governed_by, r.node_id).denied
+    ]
+    for ref, name in wanted.items():
+        found = [r.node_id for r in visible if r.name == name]
+        if len(found) == 1:
+            resolved[ref] = found[0]
+        elif found:
+            listed = ", ".join(found[:MAX_LISTED])
+            more = f" and {len(found) - MAX_LISTED} more" if len(found) > MAX_LISTED else ""
+            raise AmbiguousNameError(
+                f"requirement {clip(ref)} is defined by {len(found)} documents: {listed}{more}; "
+                "pass one of these node ids, or the defining file and the id "
+                "(e.g. specs/003-x/spec.md#FR-001)"
+            )
 
 
 async def resolve_known(
@@ -105,14 +165,15 @@ async def _resolve(
     the spelled ids, one per source location (few), one for the names."""
     known = {r.node_id for r in await reader.nodes(list(refs))}
     rest = [r for r in dict.fromkeys(refs) if r not in known]
-    spelled = {ref: spelled_ids(ref) for ref in rest}
-    for ref in rest:
+    resolved: dict[str, str] = {}
+    await _resolve_requirements(reader, gov, rest, resolved)
+    spelled = {ref: spelled_ids(ref) for ref in rest if ref not in resolved}
+    for ref in spelled:
         if ":" in ref and is_code_location(ref):  # ``src/app.py:42``: the symbol there first
             located = (await resolve_code_anchors(reader.conn, reader.scope, [ref]))[0]
             spelled[ref] = list(dict.fromkeys([located, *spelled[ref]]))
     wanted = sorted({c for ids in spelled.values() for c in ids})
     existing = {r.node_id for r in await reader.nodes(wanted)} if wanted else set()
-    resolved: dict[str, str] = {}
     for ref, ids in spelled.items():
         hit = next((c for c in ids if c in existing), None)
         if hit is not None:

@@ -117,7 +117,8 @@ async def test_inspect_shows_the_dependency_tree_without_denied_nodes(
     assert "6 nodes excluded by policy" in denied.stdout  # the 3 stories and 3 sections
 
     req = kg("inspect", "FR4", "--direction", "in", "--depth", "1", env=env, cwd=examples)
-    assert req.stdout.splitlines()[0] == "requirement:FR-4 (Requirement) FR-4"
+    # FR4 names the PRD's FR-4, the one document defining it (### FR-4: Integrity lint).
+    assert req.stdout.splitlines()[0] == "requirement:docs/prd.md#FR-4 (Requirement) FR-4"
     assert "DEFINES" in req.stdout
     missing = kg("inspect", "docs/nope.md", env=env, cwd=examples)
     assert missing.returncode == 1

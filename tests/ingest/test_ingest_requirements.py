@@ -1,9 +1,11 @@
-"""Requirement ids: canonical nodes, REFERENCES from mentioning sections, DEFINES by headings."""
+"""Requirement ids: nodes scoped to the defining document, DEFINES by headings, list items and
+table rows, REFERENCES from mentioning sections to the nearest definition."""
 
 from __future__ import annotations
 
 from kg.ingest import DEFAULT_SCHEMA, ParsedDocument, parse_text
-from kg.ingest.requirements import RequirementMatcher
+from kg.ingest.links import WikiIndex
+from kg.ingest.requirements import RequirementIndex, RequirementMatcher
 
 TEXT = """\
 Preamble needs FR7.
@@ -29,26 +31,27 @@ def typed_edges(doc: ParsedDocument, edge_type: str) -> list[tuple[str, str, int
     ]
 
 
-def test_requirement_nodes_are_canonical_and_unique() -> None:
+def test_requirement_nodes_are_canonical_and_scoped_to_the_defining_document() -> None:
     doc = parse_text("docs/prd.md", TEXT, DEFAULT_SCHEMA)
     reqs = [n for n in doc.nodes if n.node_type == "Requirement"]
     assert [n.node_id for n in reqs] == [
+        "requirement:docs/prd.md#FR-13",
+        "requirement:docs/prd.md#NFR-2",
+        # mentioned, defined by no document: the project-wide id, as before
         "requirement:FR-7",
-        "requirement:FR-13",
         "requirement:FR-12",
-        "requirement:NFR-2",
         "requirement:FR-13.2",
     ]
-    assert all(n.labels == ("Requirement",) and n.name == n.node_id[12:] for n in reqs)
-    assert reqs[1].line == 5  # first mention: the defining heading
+    assert all(n.labels == ("Requirement",) and n.node_id.endswith(n.name) for n in reqs)
+    assert reqs[0].line == 5  # the defining heading
 
 
 def test_headings_starting_with_an_id_define_it() -> None:
     doc = parse_text("docs/prd.md", TEXT, DEFAULT_SCHEMA)
     s = "section:docs/prd.md#"
     assert typed_edges(doc, "DEFINES") == [
-        (s + "fr-13-login", "requirement:FR-13", 5, "FR-13"),
-        (s + "nfr-02-performance", "requirement:NFR-2", 8, "NFR-02"),
+        (s + "fr-13-login", "requirement:docs/prd.md#FR-13", 5, "FR-13"),
+        (s + "nfr-02-performance", "requirement:docs/prd.md#NFR-2", 8, "NFR-02"),
     ]
 
 
@@ -58,9 +61,9 @@ def test_mentions_become_references_from_the_mentioning_section() -> None:
     assert typed_edges(doc, "REFERENCES") == [
         ("document:docs/prd.md", "requirement:FR-7", 1, "FR7"),
         (s + "fr-13-login", "requirement:FR-12", 6, "FR12"),
-        (s + "fr-13-login", "requirement:NFR-2", 6, "nfr-2"),
+        (s + "fr-13-login", "requirement:docs/prd.md#NFR-2", 6, "nfr-2"),
         # FR-13 mentioned in its own defining section is not also a reference
-        (s + "nfr-02-performance", "requirement:FR-13", 9, "FR-013"),
+        (s + "nfr-02-performance", "requirement:docs/prd.md#FR-13", 9, "FR-013"),
         (s + "nfr-02-performance", "requirement:FR-13.2", 9, "FR-13.2"),
     ]
 
@@ -93,3 +96,119 @@ def test_custom_prefixes() -> None:
     leading = matcher.leading("  US12 - checkout")
     assert leading is not None and leading.canonical == "US-12"
     assert matcher.leading("About US-12") is None
+
+
+SPEC = """\
+# Feature: checkout
+
+## Requirements
+
+- **FR-001**: System MUST keep the cart for 30 days.
+- **FR-002**: System MUST accept UTF-8 names (see FR-001).
+
+### Success criteria
+
+- **SC-001**: 90% of carts are recovered.
+- **SC-002**: Checkout takes under a minute, as SC-001 assumes.
+
+| Story | Title |
+| --- | --- |
+| US1 | Keep the cart |
+| US2 | Pay |
+
+## Named
+
+- **CORE-FR-LOCK**: one writer at a time; PKG-FR-3 builds on it.
+"""
+
+
+def test_list_items_table_rows_and_families_define_ids_of_any_prefix() -> None:
+    doc = parse_text("specs/003-checkout/spec.md", SPEC, DEFAULT_SCHEMA)
+    s, r = "section:specs/003-checkout/spec.md#", "requirement:specs/003-checkout/spec.md#"
+    assert typed_edges(doc, "DEFINES") == [
+        (s + "requirements", r + "FR-1", 5, "FR-001"),
+        (s + "requirements", r + "FR-2", 6, "FR-002"),
+        (s + "success-criteria", r + "SC-1", 10, "SC-001"),
+        (s + "success-criteria", r + "SC-2", 11, "SC-002"),
+        (s + "success-criteria", r + "US-1", 15, "US1"),
+        (s + "success-criteria", r + "US-2", 16, "US2"),
+        (s + "named", r + "CORE-FR-LOCK", 20, "CORE-FR-LOCK"),
+    ]
+    assert typed_edges(doc, "REFERENCES") == [
+        # PKG-FR-3 is of a configured kind (FR), named nowhere: the project-wide id
+        (s + "named", "requirement:PKG-FR-3", 20, "PKG-FR-3"),
+    ]
+
+
+def test_standards_versions_and_tasks_are_never_requirements() -> None:
+    """Names of standards look like ids (letters, a dash, a number); they are never stated
+    as a family of definitions, so they stay text, even in a glossary's list."""
+    text = """\
+# Glossary
+
+- **UTF-8**: the encoding of every file.
+- **SHA-256**: the digest; SHA-512 is not used.
+- **ISO-8601**: dates; HTTP-2 and TLS-1.3 on the wire.
+| RFC-9162 | Merkle trees |
+
+## Tasks
+
+- [ ] T001 Create the project
+- [ ] T002 Add the tests
+"""
+    doc = parse_text("docs/glossary.md", text, DEFAULT_SCHEMA)
+    assert [n.node_id for n in doc.nodes if n.node_type == "Requirement"] == []
+    matcher = RequirementMatcher()
+    assert matcher.definitions(text) == []
+    assert list(matcher.find("UTF-8 SHA-256 ISO-8601 HTTP-2 T001 US1")) == []
+
+
+def test_a_mention_means_the_nearest_definition_not_every_feature() -> None:
+    index = RequirementIndex(
+        [
+            ("specs/003-checkout/spec.md", "FR-1"),
+            ("specs/004-search/spec.md", "FR-1"),
+            ("specs/004-search/spec.md", "SC-1"),
+            ("docs/prd.md", "FR-9"),
+            ("docs/prd.md", "FR-10"),
+            ("docs/epics.md", "FR-10"),
+        ]
+    )
+    assert index.targets("FR-1", "specs/003-checkout/plan.md") == [
+        "requirement:specs/003-checkout/spec.md#FR-1"
+    ]
+    assert index.targets("FR-1", "specs/004-search/contracts/api.md") == [
+        "requirement:specs/004-search/spec.md#FR-1"
+    ]
+    assert index.targets("FR-1", "specs/004-search/spec.md") == [
+        "requirement:specs/004-search/spec.md#FR-1"
+    ]
+    # From outside both features: two definitions in two folders, so none is meant.
+    assert index.targets("FR-1", "docs/overview.md") == []
+    # One definition in the project: it, from anywhere.
+    assert index.targets("FR-9", "README.md") == ["requirement:docs/prd.md#FR-9"]
+    # A PRD and the epics restating one of its requirements, files of one folder: the one
+    # defining more of the family.
+    assert index.targets("FR-10", "docs/architecture.md") == ["requirement:docs/prd.md#FR-10"]
+    # Files of one folder defining as much of it: both.
+    both = RequirementIndex([("a/prd.md", "NFR-1"), ("a/epics.md", "NFR-1")])
+    assert both.targets("NFR-1", "a/arch.md") == [
+        "requirement:a/epics.md#NFR-1",
+        "requirement:a/prd.md#NFR-1",
+    ]
+    assert index.targets("FR-77", "docs/a.md") is None
+
+    plan = "# Plan\n\nCovers FR-001 and SC-001; UTF-8 everywhere.\n"
+    doc = parse_text(
+        "specs/004-search/plan.md", plan, DEFAULT_SCHEMA, WikiIndex([], requirements=index)
+    )
+    assert typed_edges(doc, "REFERENCES") == [
+        ("section:specs/004-search/plan.md#plan", "requirement:specs/004-search/spec.md#FR-1",
+         3, "FR-001"),
+        ("section:specs/004-search/plan.md#plan", "requirement:specs/004-search/spec.md#SC-1",
+         3, "SC-001"),
+    ]  # fmt: skip
+    overview = parse_text(
+        "docs/overview.md", "# O\n\nFR-001 again.\n", DEFAULT_SCHEMA, WikiIndex([], None, index)
+    )
+    assert typed_edges(overview, "REFERENCES") == []

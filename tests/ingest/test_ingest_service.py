@@ -105,7 +105,8 @@ async def test_ingest_projects_typed_nodes_and_links_with_canonical_ids(
     assert graph["document:docs/epics/checkout.md"]["node_type"] == "Epic"
     assert graph["document:docs/stories/saved-card.md"]["node_type"] == "Story"
     assert graph["section:docs/prd.md#goals"]["content"].startswith("FR-1: pay")
-    assert graph["requirement:FR-1"]["node_type"] == "Requirement"
+    # "FR-1: pay ..." opens a paragraph of the PRD: the PRD defines it.
+    assert graph["requirement:docs/prd.md#FR-1"]["node_type"] == "Requirement"
     assert all(n["vec"] for n in graph.values()), "every node is embedded"
     source = graph["document:docs/prd.md"]["properties"]["kg_source"]
     assert source["path"] == "docs/prd.md" and len(source["fingerprint"]) == 64
@@ -121,7 +122,10 @@ async def test_ingest_projects_typed_nodes_and_links_with_canonical_ids(
     assert ("section:docs/prd.md#checkout-prd", "PARENT_OF", "section:docs/prd.md#goals") in links
     assert ("section:docs/prd.md#goals", "REFERENCES", "requirement:NFR-2") in links
     story = "section:docs/stories/saved-card.md#saved-card"
-    assert (story, "REFERENCES", "requirement:FR-1") in links
+    # The story's FR-1 is the PRD's (the one document defining it); FR-7 and NFR-2, defined
+    # nowhere, keep the project-wide id.
+    assert (story, "REFERENCES", "requirement:docs/prd.md#FR-1") in links
+    assert (story, "REFERENCES", "requirement:FR-7") in links
     # One event per node; a file's edges share one EdgesAsserted (3 files, each with edges).
     assert report.events == report.nodes_asserted + 3
     assert report.projected >= report.events
@@ -208,7 +212,7 @@ async def test_removed_files_retire_their_nodes_and_orphaned_requirements(
     assert not any(n.startswith("section:docs/stories/") for n in graph)
     assert "document:docs/stories/saved-card.md" not in graph
     assert "requirement:FR-7" in graph, "docs/notes.md still mentions FR-7"
-    assert "requirement:FR-1" in graph, "the PRD still defines FR-1"
+    assert "requirement:docs/prd.md#FR-1" in graph, "the PRD still defines FR-1"
 
     (tmp_path / "docs/notes.md").unlink()
     report = await ingest_paths(runtime, [tmp_path / "docs/notes.md"])
@@ -486,7 +490,7 @@ async def test_a_concurrent_writer_makes_the_ingest_reread_and_retry(
     ]
     graph = await nodes(system_pool, scope)
     assert graph["document:docs/prd.md"]["name"] == "Checkout PRD", "ours, re-diffed on top"
-    assert {"requirement:FR-1", "requirement:FR-7", "requirement:NFR-2"} <= set(graph)
+    assert {"requirement:docs/prd.md#FR-1", "requirement:FR-7", "requirement:NFR-2"} <= set(graph)
     monkeypatch.setattr(pipeline, "append_multi", real)
     assert (await ingest_paths(runtime, [tmp_path])).events == 0
 
@@ -527,3 +531,38 @@ async def test_a_run_appended_in_chunks_projects_what_one_transaction_would(
     projected = [await table_digest(system_pool, t) for t in ("kg_nodes", "kg_edges")]
     await runtime.runner.rebuild()
     assert [await table_digest(system_pool, t) for t in ("kg_nodes", "kg_edges")] == projected
+
+
+async def test_a_new_definition_takes_over_the_mentions_of_unchanged_files(
+    runtime: Runtime, system_pool: asyncpg.Pool, scope: Scope, tmp_path: Path
+) -> None:
+    """A mention resolves to the nearest definition when its file is parsed; a definition
+    that comes (or goes) later re-resolves the files that mention the id, though they did
+    not change, and the project-wide node nothing points at any more is retired."""
+    plan = "section:specs/002-pay/plan.md#plan"
+    write(tmp_path, {"specs/002-pay/plan.md": "# Plan\n\nFR-001 first.\n"})
+    await ingest_paths(runtime, [tmp_path])
+    assert (plan, "REFERENCES", "requirement:FR-1") in await edges(system_pool, scope)
+
+    write(
+        tmp_path,
+        {
+            "specs/002-pay/spec.md": "# Pay\n\n- **FR-001**: Take the card.\n",
+            "specs/001-cart/spec.md": "# Cart\n\n- **FR-001**: Keep the cart.\n",
+        },
+    )
+    report = await ingest_paths(runtime, [tmp_path])
+    assert "specs/002-pay/plan.md" in report.changed, "re-parsed: FR-001 got definitions"
+    links = await edges(system_pool, scope)
+    assert (plan, "REFERENCES", "requirement:specs/002-pay/spec.md#FR-1") in links
+    assert not any(e[2].startswith("requirement:specs/001-cart") for e in links if e[0] == plan)
+    graph = await nodes(system_pool, scope)
+    assert "requirement:FR-1" not in graph, "nothing mentions the project-wide FR-1 any more"
+
+    (tmp_path / "specs/002-pay/spec.md").unlink()
+    await ingest_paths(runtime, [tmp_path])
+    links = await edges(system_pool, scope)
+    # The plan's own definition is gone: the one document left defining FR-001 is meant.
+    assert [e[2] for e in links if e[0] == plan and e[1] == "REFERENCES"] == [
+        "requirement:specs/001-cart/spec.md#FR-1"
+    ]

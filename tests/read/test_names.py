@@ -134,3 +134,40 @@ async def test_paths_and_requirement_ids_name_nodes_for_anchors_and_references(
         await build_context_graph(billing, parse_request(anchors=["docs/nope.md"]))
     with pytest.raises(NotFoundError, match=r"docs/nope\.md"):
         await record_decision(billing, text="x", references=["docs/nope.md"])
+
+
+async def test_a_bare_requirement_id_names_its_one_definition_or_lists_the_candidates(
+    runtime: Runtime, tmp_path: Path
+) -> None:
+    """Requirements are scoped to the document that defines them (two SpecKit runs each have
+    an FR-001): a bare id still names one when one document defines it, and says which
+    documents do when several do; the old project-wide id keeps working the same way."""
+    files = {
+        "specs/001-cart/spec.md": "# Cart\n\n- **FR-001**: Keep the cart.\n"
+        "- **FR-002**: Show the total.\n",
+        "specs/002-pay/spec.md": "# Pay\n\n- **FR-001**: Take the card.\n"
+        "- **FR-009**: Refund within a day.\n",
+        "specs/002-pay/plan.md": "# Plan\n\nFR-001 goes first, then FR-009.\n",
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    report = await ingest_paths(runtime, [tmp_path / "specs"])
+    assert report.problems == []
+    pay = "requirement:specs/002-pay/spec.md#"
+
+    for ref in ("FR-009", "fr9", "requirement:FR-9", "specs/002-pay/spec.md#FR-009"):
+        result = await get_entity_neighbors(runtime, ref)
+        assert result.node.node_id == pay + "FR-9", ref
+    # The plan's FR-001 is its own feature's, not the cart's.
+    result = await get_entity_neighbors(runtime, "specs/002-pay/spec.md#FR-001")
+    assert result.node.node_id == pay + "FR-1"
+    assert {n.node_id for n in result.neighbors} >= {"section:specs/002-pay/plan.md#plan"}
+    assert "section:specs/001-cart/spec.md#cart" not in {n.node_id for n in result.neighbors}
+
+    for ref in ("FR-001", "requirement:FR-1"):
+        with pytest.raises(ValidationError) as caught:
+            await get_entity_neighbors(runtime, ref)
+        message = str(caught.value)
+        assert "is defined by 2 documents" in message, message
+        assert "requirement:specs/001-cart/spec.md#FR-1" in message and pay + "FR-1" in message
