@@ -45,7 +45,7 @@ def test_inspect_reads_every_kind_of_name_from_the_root_or_a_subfolder(
         (root / "shop", "checkout.py:25", PAY),
         (root / "shop", "checkout.py", "document:shop/checkout.py"),
         (root / "docs", "prd.md#payments", "section:docs/prd.md#payments"),
-        (root, "FR2", "requirement:FR-2"),
+        (root, "FR2", "requirement:docs/prd.md#FR-2"),
         (root / "docs", "Subscription", "apiobject:subscription"),
     ]:
         out = kg("inspect", name, "--depth", "1", env=env, cwd=where)
@@ -64,7 +64,12 @@ def test_context_anchors_and_decision_references_take_the_same_names(
     assert build.returncode == 0, build.stderr
     graph = json.loads(build.stdout)
     anchors = {n["node_id"] for n in graph["nodes"] if n["reason"] == "anchor"}
-    assert anchors == {PAY, "document:docs/prd.md", "requirement:FR-1", "apiobject:invoice"}
+    assert anchors == {
+        PAY,
+        "document:docs/prd.md",
+        "requirement:docs/prd.md#FR-1",
+        "apiobject:invoice",
+    }
 
     rec = kg(
         "decision", "record", "Pay through the gateway", "--ref", "prd.md#payments",
@@ -76,7 +81,7 @@ def test_context_anchors_and_decision_references_take_the_same_names(
     assert lineage.returncode == 0, lineage.stderr
     assert json.loads(lineage.stdout)["decision_id"] == node_id
     edges = kg("inspect", node_id, "--direction", "out", "--depth", "1", env=env, cwd=root)
-    for referenced in ("section:docs/prd.md#payments", PAY, "requirement:FR-2"):
+    for referenced in ("section:docs/prd.md#payments", PAY, "requirement:docs/prd.md#FR-2"):
         assert f"REFERENCES → {referenced} " in edges.stdout, edges.stdout
 
 

@@ -98,4 +98,4 @@ async def test_every_tool_lists_the_candidates_of_an_ambiguous_name(
             assert "the name 'Charge' is ambiguous" in message, (tool, message)
             assert "apiobject:charge (APIObject), concept:charge (Concept)" in message, tool
         lineage = error_text(await call(session, "trace_decision_lineage", decision_id="FR1"))
-        assert "'FR1' names 'requirement:FR-1', not a decision" in lineage
+        assert "'FR1' names 'requirement:docs/prd.md#FR-1', not a decision" in lineage

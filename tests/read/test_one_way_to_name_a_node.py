@@ -31,8 +31,9 @@ NAMES = {
     "shop/checkout.py:25": PAY,
     "shop/checkout.py": "document:shop/checkout.py",
     "shop/checkout.py:2": "document:shop/checkout.py",
-    "FR2": "requirement:FR-2",
-    "fr-1": "requirement:FR-1",
+    # the PRD defines them ("FR-1: ..."): its requirements, not the code's project-wide ids
+    "FR2": "requirement:docs/prd.md#FR-2",
+    "fr-1": "requirement:docs/prd.md#FR-1",
     "Subscriptions": "apiobject:subscription",
 }
 
