@@ -63,7 +63,7 @@ async def query_knowledge_graph(
         warnings: list[str] = []
         if mode != "fulltext":
             # Full text when the embedder is unavailable or not the index's model (warned).
-            state = await snap.graph_reader.embedding_state()
+            state = await snap.embedding_state()
             vectors, warnings = await task_vectors(rt.embedder, state, [text])
             vector = None if vectors is None else vectors[0]
         searched = mode if vector is not None else "fulltext"

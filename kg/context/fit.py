@@ -36,6 +36,8 @@ SCORE_DIGITS = 3
 # (file digests an agent cannot use; ``get_node`` has it): left out of the shown node. The
 # digests alone were ~45 of a section's ~110 JSON tokens, so fewer sections fit a budget.
 _PLACE_KEYS = frozenset({"level", "anchor", "path"})
+#: properties that name the file a node comes from
+PATH_KEYS = ("path", "file_path", "file")
 
 
 # The best LEAD_NODES of a build show the full allowance; each one after them a share of it,
@@ -83,7 +85,7 @@ def shown_node(
     properties: Mapping[str, Any] = {
         k: v
         for k, v in row.properties.items()
-        if k not in hidden and not _said_already(v, row.node_id, row.name)
+        if k not in hidden and not _said_already(k, v, row.node_id, row.name)
     }
     labels = row.labels if row.labels != (row.node_type,) else ()
     if status:
@@ -108,15 +110,21 @@ def shown_node(
     )
 
 
-def _said_already(value: Any, node_id: str, name: str) -> bool:
+def _said_already(key: str, value: Any, node_id: str, name: str) -> bool:
     """A property the shown node need not carry: empty (``[]``, ``""``, ``null``, ``false``: a
     rule's unset globs, layers, conditions...) or text its id or name already says (a
     function's path and symbol, a rule's file and ``file:line`` source). A directive's
     properties were ~175 JSON tokens, a function's ~55, for a ~30-token excerpt (issue 31);
-    ``get_node`` returns them all."""
+    ``get_node`` returns them all. A file path stays unless the id says it: the MUSTs that
+    govern a graph's files are found from its shown nodes (:func:`kg.directives.context.node_files`
+    reads a path back from ``document:``, ``section:``, ``function:`` and ``class:`` ids)."""
     if value is None or value is False or value in ("", [], {}):
         return True
-    return isinstance(value, str) and (value == name or value in node_id)
+    if not isinstance(value, str):
+        return False
+    if key in PATH_KEYS:
+        return value in node_id
+    return value == name or value in node_id
 
 
 def _json_tokens(data: Any) -> int:

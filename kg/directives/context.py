@@ -29,6 +29,8 @@ from kg.read.reader import Snapshot
 MAX_MUSTS = 5
 SHARE = 0.25
 _PATH_KEYS = ("path", "file_path", "file")
+#: id kinds whose id is ``kind:<file path>[#...]`` (kg.ingest: documents, sections, code symbols)
+_FILE_ID_KINDS = frozenset({"document", "section", "function", "class"})
 
 
 @dataclass(frozen=True)
@@ -47,10 +49,9 @@ def node_files(nodes: Any) -> list[str]:
     for n in nodes:
         if n.redacted:
             continue
-        if n.node_id.startswith("document:"):
-            files[n.node_id.removeprefix("document:")] = None
-        elif n.node_id.startswith("section:"):
-            files[n.node_id.removeprefix("section:").partition("#")[0]] = None
+        kind, _, rest = n.node_id.partition(":")
+        if kind in _FILE_ID_KINDS:  # the shown node leaves out a path its id says
+            files[rest.partition("#")[0]] = None
         for key in _PATH_KEYS:
             value = n.properties.get(key) if isinstance(n.properties, dict) else None
             if isinstance(value, str) and value and not value.startswith("/"):

@@ -28,6 +28,7 @@ from kg.read.records import Records
 
 if TYPE_CHECKING:
     from kg.policies.model import Policy
+    from kg.projections.embedding_backlog import EmbeddingState
     from kg.projections.graph_reader import GraphReader
     from kg.read.governed import Governed
     from kg.read.memory import MemoryReader
@@ -74,6 +75,11 @@ class Snapshot:
         from kg.read.memory import MemoryReader
 
         return MemoryReader(self.conn, self.scope)
+
+    async def embedding_state(self) -> EmbeddingState:
+        """The index's model and how many of the project's nodes wait for a vector: metadata
+        of the index, no node content, so no policy applies."""
+        return await self._graph.embedding_state()
 
     async def governed(self) -> Governed:
         """A policy-checked view for one query: its own tally of what the policies did."""
