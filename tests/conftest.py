@@ -89,7 +89,15 @@ def server_url() -> Iterator[str]:
     # Not under pytest's basetemp: a concurrent pytest run prunes old basetemps, and with them
     # a live data folder.
     state = Path(tempfile.mkdtemp(prefix="kg-test-pg-"))
-    yield start_embedded(state, database="postgres", delete_on_exit=True)
+    url = start_embedded(state, database="postgres", delete_on_exit=True)
+    # Nothing on it outlives the session (its folder goes at the end), so it need not survive
+    # a crash of the machine: no flushes to disk, as tests/citus's cluster (durable=False).
+    # Every test's CREATE DATABASE writes the template's ~8 MB of WAL and its DROP forces a
+    # checkpoint, which then stop waiting on fsync.
+    for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+        _admin(url, f"ALTER SYSTEM SET {setting} = off")
+    _admin(url, "SELECT pg_reload_conf()")
+    yield url
 
 
 def _admin(url: str, sql: str) -> None:
