@@ -8,9 +8,8 @@ In parallel (``pytest -n auto``, pytest-xdist; what ``scripts/test`` runs) each 
 session of its own, with its own embedded server. The template's name is the session's own
 (``kg_test_template_gw0_<run>``) and dropped at its end, so sessions that share a server
 (``KG_DATABASE_URL``, or a test that runs pytest against this one) never drop or copy each
-other's. Tests that share something expensive (one Citus cluster, one built wheel) carry an
-``xdist_group`` mark (:data:`SHARED`), and ``-n`` here distributes with ``--dist loadgroup``,
-which keeps a group in one worker.
+other's. Tests that share something expensive (one Citus cluster, one built wheel) run in one
+worker (:data:`SHARED`; ``-n`` here distributes with ``--dist loadgroup``).
 """
 
 from __future__ import annotations
@@ -18,8 +17,9 @@ from __future__ import annotations
 import os
 import tempfile
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
@@ -41,7 +41,8 @@ SHARED = {
     "tests/citus/": "citus",  # one Citus cluster (three servers) for the session
     "tests/test_wheel.py": "wheel",  # one wheel built for the module
 }
-"""Tests that run in one worker in a parallel run (``xdist_group``): path prefix -> group."""
+"""Tests that run in one worker in a parallel run, as they share something expensive to set up:
+test id prefix (relative to the rootdir) -> group."""
 # An embedded server that a test's `kg` starts stops with that `kg`, not 15 minutes later: a
 # test leaves no server (and no idle watchdog) behind. tests/db/test_idle_server.py sets its own.
 os.environ.setdefault("KG_SERVER_IDLE", "0")
@@ -50,31 +51,41 @@ os.environ.setdefault("KG_SERVER_IDLE", "0")
 os.environ.setdefault("KG_RESIDENT", "0")
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_cmdline_main(config: pytest.Config) -> None:
+@pytest.hookimpl(wrapper=True)
+def pytest_cmdline_main(config: pytest.Config) -> Generator[None, object, object]:
     """``-n N`` distributes with ``--dist loadgroup`` unless told otherwise: the tests that
-    share a Citus cluster or a built wheel (``xdist_group``) then run in one worker instead of
-    each worker starting its own. Runs before pytest-xdist turns ``-n`` into ``--dist load``."""
+    share a Citus cluster or a built wheel (:data:`SHARED`) then run in one worker instead of
+    each worker starting its own. A wrapper, so it runs before pytest-xdist's own hook turns
+    ``-n`` into ``--dist load``, however the plugins were loaded."""
     option = config.option
     if getattr(option, "numprocesses", None) and getattr(option, "dist", None) == "no":
         option.dist = "loadgroup"
+    return (yield)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the tests of :data:`SHARED` with their ``xdist_group`` (before pytest-xdist reads
-    the marks; the marker is registered in pyproject.toml, so this works without xdist too)."""
-    for item in items:
-        for prefix, group in SHARED.items():
-            if item.nodeid.startswith(prefix):  # relative to the rootdir, with "/"
-                item.add_marker(pytest.mark.xdist_group(group))
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` with the groups of :data:`SHARED`, read from the test ids by the
+    scheduler itself: pytest-xdist 3.8 groups by rewriting ids in the workers, which pytest 9.2's
+    structured ids ignore (pytest-xdist issue 1386), so its own grouping silently does nothing."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class SharedGroups(LoadGroupScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            group = next((g for p, g in SHARED.items() if nodeid.startswith(p)), None)
+            return group or str(super()._split_scope(nodeid))
+
+    return SharedGroups(config, log)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """The worker count of ``-n auto``: CPUS_PER_WORKER ... (bench/RESULTS.md, issue 34 item 6)."""
-    cpus = len(os.sched_getaffinity(0))
-    return cpus + 1
+    """The worker count of ``-n auto``: one more than the CPUs this process may use (3 on two
+    cores), as a test spends part of its time waiting on PostgreSQL and on ``kg`` and ``git``
+    subprocesses (bench/RESULTS.md, issue 34 item 6)."""
+    return len(os.sched_getaffinity(0)) + 1
 
 
 @pytest.fixture(scope="session")

@@ -23,7 +23,11 @@ def _pytest(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+        env={
+            **{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")},
+            "PYTHONPATH": str(ROOT),
+            **env,
+        },
         capture_output=True,
         text=True,
         timeout=600,
@@ -53,18 +57,40 @@ def test_parallel_workers_on_one_server_keep_to_their_own_templates(
     assert _templates(server_url) == before  # this session's, untouched; theirs, gone
 
 
-def test_one_file_runs_without_xdist_and_the_groups_are_marked() -> None:
-    """``-p no:xdist`` (a developer running one file) still collects under --strict-markers,
-    and the tests that share a Citus cluster or a built wheel carry their ``xdist_group``."""
-    run = _pytest(
-        "-q", "-p", "no:xdist", "--collect-only", "-m", "xdist_group",
-        "tests/citus/test_appends.py", "tests/test_wheel.py", "tests/test_layers.py",
+def test_one_file_runs_without_xdist() -> None:
+    """``-p no:xdist`` (a developer running one file): the suite's pytest-xdist hooks are
+    optional, so pytest does not refuse them as unknown."""
+    run = _pytest("-q", "-p", "no:xdist", "tests/test_json_text.py")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert " passed" in run.stdout
+
+
+def test_plain_n_keeps_a_group_in_one_worker(tmp_path: Path) -> None:
+    """``-n 2`` without ``--dist``: the tests of one group (tests/conftest.py ``SHARED``: the
+    Citus tests share one cluster) run in one worker, the others wherever there is room."""
+    (tmp_path / "tests/citus").mkdir(parents=True)
+    (tmp_path / "tests/citus/test_grouped.py").write_text(PARAMETRISED.format(name="grouped"))
+    (tmp_path / "tests/test_free.py").write_text(PARAMETRISED.format(name="free"))
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "tests.conftest", "-p", "no:cacheprovider",
+         "-v", "-n", "2", "--rootdir", str(tmp_path), "tests"],
+        cwd=tmp_path,
+        env={
+            **{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")},
+            "PYTHONPATH": str(ROOT),
+        },
+        capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    selected = [line for line in run.stdout.splitlines() if "::" in line]
-    assert selected and all(
-        line.startswith(("tests/citus/test_appends.py::", "tests/test_wheel.py::"))
-        for line in selected
-    ), selected
-    assert any(line.startswith("tests/test_wheel.py::") for line in selected)
-    assert "deselected" in run.stdout  # tests/test_layers.py shares nothing
+    placed = re.findall(r"\[(gw\d+)\] \[ *\d+%\] PASSED tests/citus/test_grouped", run.stdout)
+    assert len(placed) == 6 and len(set(placed)) == 1, run.stdout[-3000:]
+
+
+PARAMETRISED = """
+import pytest
+
+
+@pytest.mark.parametrize("i", range(6))
+def test_{name}(i):
+    pass
+"""
