@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 import psycopg
 
 from kg.db.urls import asyncpg_url
+from tests.support import kg
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -94,3 +95,13 @@ import pytest
 def test_{name}(i):
     pass
 """
+
+
+def test_kg_subprocesses_get_their_wide_terminal_in_a_worker(tmp_path: Path) -> None:
+    """A pytest-xdist worker has ``COLUMNS=80`` in its environment, which the tests pass on to
+    the ``kg`` they run: ``tests.support.kg``'s 200 columns must still win, or a table wraps a
+    name the test looks for (tests/citus/test_cli.py failed only in parallel)."""
+    env = {**os.environ, "COLUMNS": "80"}
+    shown = kg("--help", env=env, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert max(len(line) for line in shown.stdout.splitlines()) > 80
