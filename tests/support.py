@@ -29,7 +29,7 @@ def kg(
     """``kg ARGS...`` as a real subprocess (wide terminal, so tables are not wrapped)."""
     return subprocess.run(
         [sys.executable, "-m", "kg.cli", *args],
-        env={"COLUMNS": "200", **env},
+        env={**env, "COLUMNS": "200"},  # also over a COLUMNS inherited (80 in an xdist worker)
         cwd=cwd,
         capture_output=True,
         text=True,

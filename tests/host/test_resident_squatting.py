@@ -14,6 +14,7 @@ second account) a folder owned by another uid and a listener that runs as anothe
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -72,12 +73,14 @@ def long_project(tmp_path: Path) -> Iterator[tuple[Path, Path, dict[str, str]]]:
     there."""
     root = tmp_path / ("p" * 110)
     root.mkdir()
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+    # Short, unlike tmp_path (a pytest-xdist worker's is longer still): the socket's own path
+    # in it must fit a Unix socket's 107 bytes.
+    tmp = Path(tempfile.mkdtemp(prefix="kg-sq-"))
     env = {k: v for k, v in os.environ.items() if k not in ("KG_DATABASE_URL",)}
     env.pop(resident.RESIDENT_ENV, None)
     env.update(KG_PROJECT_ROOT=str(root), TMPDIR=str(tmp), KG_EMBEDDER="hashing")
     yield root, tmp, env
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def socket_in(root: Path, tmp: Path) -> Path:

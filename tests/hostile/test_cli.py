@@ -80,7 +80,7 @@ async def test_a_server_killed_mid_backfill_gives_one_line_saying_a_rerun_resume
     assert kg("init", env=env, cwd=tmp_path).returncode == 0
     proc = subprocess.Popen(  # noqa: ASYNC220 (a child to kill the server under, not awaited)
         [sys.executable, "-m", "kg.cli", "backfill", *map(str, legacy.paths), *SLOW_CHUNKS],
-        env={"COLUMNS": "200", **env},
+        env={**env, "COLUMNS": "200"},  # also over a COLUMNS inherited (80 in an xdist worker)
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
