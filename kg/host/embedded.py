@@ -31,6 +31,7 @@ def _server(pgdata: Path, cleanup_mode: str | None, idle: float = 0.0) -> Any:
     lock = handles.use_project_lock(pgdata)
     if pgdata.is_dir():
         handles.prune(pgdata)  # before attaching: a dead holder must not count as one
+        _clear_killed_postmaster(pgdata)
     server = handles.wheel().get_server(pgdata, cleanup_mode=cleanup_mode)
     # Its detach at exit takes this lock even if the process has used another folder since.
     server._lock = lock
@@ -42,6 +43,43 @@ def _server(pgdata: Path, cleanup_mode: str | None, idle: float = 0.0) -> Any:
         _PRUNE_AT_EXIT.add(pgdata)
         atexit.register(_prune_quietly, pgdata, idle)
     return server
+
+
+def _clear_killed_postmaster(pgdata: Path) -> None:
+    """Remove the ``postmaster.pid`` of a server that was killed (``kill -9``, the OOM killer).
+
+    Its pid can stay a zombie until its parent collects it, which in a container without an
+    init that reaps may take a while; the wheel counts a zombie as a running server and so
+    connected to a dead one (issue 30 A6: the first command after the kill failed with
+    ``Connection refused``, the next started a server). Under the project's lock, so a server
+    another ``kg`` is starting meanwhile is never taken for a dead one.
+    """
+    from kg.host.postmaster import find_postmaster
+
+    lock_file = pgdata / "postmaster.pid"
+    if not lock_file.exists():
+        return
+    with handles.server_lock(pgdata):
+        if not lock_file.exists() or find_postmaster(pgdata) is not None:
+            return
+        try:
+            lines = lock_file.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            return
+        pid = lines[0].strip() if lines else ""
+        socket_dir = Path(lines[4].strip()) if len(lines) > 4 and lines[4].strip() else pgdata
+        # The socket's own lock file names the same dead pid, and postgres refuses to start
+        # beside it as long as that pid exists (a zombie does).
+        for socket_lock in socket_dir.glob(".s.PGSQL.*.lock"):
+            try:
+                owner = socket_lock.read_text(encoding="utf-8").splitlines()[0].strip()
+            except (OSError, IndexError):
+                continue
+            if owner == pid:
+                socket_lock.unlink(missing_ok=True)
+                socket_lock.with_suffix("").unlink(missing_ok=True)
+        _log.info("removing %s: its postmaster is gone (killed)", lock_file)
+        lock_file.unlink(missing_ok=True)
 
 
 def _prune_quietly(pgdata: Path, idle: float = 0.0) -> None:
