@@ -57,8 +57,8 @@ def _clear_killed_postmaster(pgdata: Path) -> None:
     from kg.host.postmaster import find_postmaster
 
     lock_file = pgdata / "postmaster.pid"
-    if not lock_file.exists():
-        return
+    if not lock_file.exists() or find_postmaster(pgdata) is not None:
+        return  # the everyday case (no server, or a live one) takes no lock
     with handles.server_lock(pgdata):
         if not lock_file.exists() or find_postmaster(pgdata) is not None:
             return
