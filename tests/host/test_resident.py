@@ -41,7 +41,9 @@ def project() -> Iterator[tuple[Path, dict[str, str]]]:
     env = {k: v for k, v in os.environ.items() if k not in ("KG_DATABASE_URL", "XDG_RUNTIME_DIR")}
     env.update(KG_PROJECT_ROOT=str(root), KG_EMBEDDER="hashing", KG_SERVER_IDLE="300")
     env.pop(resident.RESIDENT_ENV, None)
-    for command in (("init",), ("ingest", ".")):
+    # A sync (not an ingest) records the commit it reached, so every test's sync is incremental
+    # from here, whichever tests ran before it in this worker (a parallel run spreads them).
+    for command in (("init",), ("sync",)):
         done = kg(*command, env=env, cwd=root)
         assert done.returncode == 0, done.stderr
     sock = resident.socket_path(root / ".kg")
