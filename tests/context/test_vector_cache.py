@@ -94,3 +94,24 @@ async def test_a_writer_waits_for_the_one_writing_and_merges_what_it_wrote(
         fcntl.flock(other, fcntl.LOCK_UN)
     await saving
     assert await _kept(system_pool) == {"a", "b", "c"}
+
+
+async def test_a_writer_with_nothing_new_leaves_the_file_as_it_is(
+    system_pool: asyncpg.Pool,
+) -> None:
+    await _write_as_another_run(system_pool, "a", "b")
+    assert await _kept(system_pool) == {"a", "b"}  # this database restored the file
+    before = vector_cache._file(MODEL).stat()
+    await vector_cache.save_vectors(system_pool, MODEL)  # nothing embedded since
+    after = vector_cache._file(MODEL).stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+
+    async with system_pool.acquire() as conn:  # one new vector: written
+        await conn.execute(
+            "INSERT INTO embedding_cache (model_id, content_hash, embedding) "
+            "VALUES ($1, 'c', $2::vector)",
+            MODEL, _vector(3),
+        )  # fmt: skip
+    await vector_cache.save_vectors(system_pool, MODEL)
+    assert vector_cache._file(MODEL).stat().st_ino != before.st_ino
+    assert await _kept(system_pool) == {"a", "b", "c"}

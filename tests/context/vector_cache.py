@@ -8,7 +8,10 @@ The file lives in ``KG_TEST_VECTOR_CACHE`` (default ``/tmp/kg-test-vectors``), o
 Several runs may write it at once (parallel workers, other checkouts' suites): a writer holds
 an exclusive lock on ``<file>.lock`` and, when the file is not the one its database restored,
 writes the union of the file as it is then and its database's vectors, so no writer drops
-vectors another wrote since it restored.
+vectors another wrote since it restored. A database that embedded nothing since it restored
+writes nothing: the file is a union that only grows, so it already holds all of its vectors
+(each of the four floor tests restores the whole file, and rewriting 70 MB four times per run
+for no new vector was most of their save time).
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ def _kept(model_id: str) -> Path | None:
 # The file (inode, modification time) each database last restored or wrote: while it is still
 # the file, the database holds all of it and a save need not merge it.
 _restored: dict[str, tuple[int, int]] = {}
+# The model's vectors each database held when it last restored or wrote the file: a run's cache
+# only gains rows, so the same count means nothing new to keep.
+_held: dict[tuple[str, str], int] = {}
 
 
 def _identity(st: os.stat_result) -> tuple[int, int]:
@@ -63,9 +69,16 @@ async def restore_vectors(pool: asyncpg.Pool, model_id: str) -> int:
     with path.open("rb") as kept:  # the file as opened, even if a writer replaces it now
         async with pool.acquire() as conn:
             await conn.copy_to_table("embedding_cache", source=kept, format="binary")
-            count = "SELECT count(*) FROM embedding_cache WHERE model_id = $1"
-            _restored[await _database(conn)] = _identity(os.fstat(kept.fileno()))
-            return int(await conn.fetchval(count, model_id))
+            database = await _database(conn)
+            _restored[database] = _identity(os.fstat(kept.fileno()))
+            _held[database, model_id] = await _count(conn, model_id)
+            return _held[database, model_id]
+
+
+async def _count(conn: asyncpg.Connection, model_id: str) -> int:
+    return int(
+        await conn.fetchval("SELECT count(*) FROM embedding_cache WHERE model_id = $1", model_id)
+    )
 
 
 @asynccontextmanager
@@ -80,7 +93,12 @@ async def _writing(path: Path) -> AsyncIterator[None]:
 async def save_vectors(pool: asyncpg.Pool, model_id: str) -> None:
     """Keep every vector of ``model_id`` the run's database holds, with those the file holds
     now (written whole, then renamed, so an interrupted run never leaves half a file and a
-    reader always sees a whole one)."""
+    reader always sees a whole one). Nothing is written when the database holds no vector
+    it did not restore or write before."""
+    async with pool.acquire() as conn:
+        database = await _database(conn)
+        if _held.get((database, model_id)) == await _count(conn, model_id):
+            return
     tmp, path = _scratch(model_id)
     query = "SELECT * FROM embedding_cache WHERE model_id = $1"
     async with _writing(path):
@@ -96,5 +114,7 @@ async def save_vectors(pool: asyncpg.Pool, model_id: str) -> None:
                     "INSERT INTO embedding_cache SELECT * FROM kept_vectors ON CONFLICT DO NOTHING"
                 )
             await conn.copy_from_query(query, model_id, output=tmp, format="binary")
+            held = await _count(conn, model_id)
         os.replace(tmp, path)
         _restored[database] = _identity(path.stat())
+        _held[database, model_id] = held
