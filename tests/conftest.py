@@ -63,19 +63,93 @@ def pytest_cmdline_main(config: pytest.Config) -> Generator[None, object, object
     return (yield)
 
 
+DURATIONS = "kg/durations"
+"""pytest's cache key (``.pytest_cache``) of each test's last measured seconds (set-up, call and
+tear-down), written at the end of every run that is not a worker's, read by the scheduler."""
+EXPECTED = {
+    "tests/context/test_real_corpora_floor.py": 60.0,
+    "tests/context/test_quality_floor.py": 60.0,
+    "tests/embeddings/test_minilm.py::test_export_once": 45.0,
+    "tests/embeddings/test_minilm.py::test_matches_sentence_transformers": 25.0,
+    "tests/embeddings/test_outage.py::test_an_outage_degrades": 35.0,
+    "tests/citus/test_cli.py": 35.0,
+    "tests/citus/test_rebalance.py": 20.0,
+    "tests/citus/test_embeddings.py": 20.0,
+}
+"""Rough seconds of the longest tests (test id prefix -> seconds per test, a quiet 2-core
+machine) for a checkout whose cache has no figure of its own yet (CI, a fresh worktree)."""
+UNKNOWN = 1.0
+"""Seconds assumed for any other test the cache does not know."""
+FILL = 10.0
+"""A worker already holding this many seconds of unfinished work is given the shortest unit
+waiting, not the longest: it keeps two or three tests queued (pytest-xdist runs a test only
+once it knows the next one), and a long unit queued behind a long one waits for it while
+another worker may be free."""
+_measured: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _measured[report.nodeid] = _measured.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Keep this run's per-test seconds for the next run's scheduler (the controller's or a
+    serial run's; a worker's reports reach the controller too)."""
+    cache = getattr(session.config, "cache", None)
+    if WORKER or cache is None or not _measured:
+        return
+    known = cache.get(DURATIONS, {})
+    known.update({k: round(v, 2) for k, v in _measured.items()})
+    cache.set(DURATIONS, known)
+
+
+def expected_seconds(nodeid: str, known: dict[str, float]) -> float:
+    """A test's seconds as the last run measured them, else :data:`EXPECTED`'s, else
+    :data:`UNKNOWN`."""
+    if nodeid in known:
+        return float(known[nodeid])
+    return next((s for p, s in EXPECTED.items() if nodeid.startswith(p)), UNKNOWN)
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``--dist loadgroup`` with the groups of :data:`SHARED`, read from the test ids by the
     scheduler itself: pytest-xdist 3.8 groups by rewriting ids in the workers, which pytest 9.2's
-    structured ids ignore (pytest-xdist issue 1386), so its own grouping silently does nothing."""
+    structured ids ignore (pytest-xdist issue 1386), so its own grouping silently does nothing.
+
+    Longest first: the units (a group, or one test) are handed out by their expected seconds
+    (:func:`expected_seconds`), so the long ones (the Citus group, the floors, the exports)
+    start at once and the run ends on short tests that fill the workers evenly; pytest-xdist
+    hands them out in collection order, and a floor test collected late was the run's tail."""
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadGroupScheduling
 
+    cache = getattr(config, "cache", None)
+    known: dict[str, float] = cache.get(DURATIONS, {}) if cache is not None else {}
+
     class SharedGroups(LoadGroupScheduling):  # type: ignore[misc]
+        ordered = False
+
         def _split_scope(self, nodeid: str) -> str:
             group = next((g for p, g in SHARED.items() if nodeid.startswith(p)), None)
             return group or str(super()._split_scope(nodeid))
+
+        def _seconds(self, unit: dict[str, bool]) -> float:
+            return sum(expected_seconds(n, known) for n, done in unit.items() if not done)
+
+        def _assign_work_unit(self, node: Any) -> None:
+            queue = self.workqueue
+            if not self.ordered:  # once, when the first unit is handed out
+                longest = sorted(queue.items(), key=lambda kv: -self._seconds(kv[1]))
+                queue.clear()
+                queue.update(longest)
+                self.ordered = True
+            held = sum(self._seconds(u) for u in self.assigned_work.get(node, {}).values())
+            if held >= FILL and len(queue) > 1:
+                shortest = next(reversed(queue))
+                queue.move_to_end(shortest, last=False)
+            super()._assign_work_unit(node)
 
     return SharedGroups(config, log)
 

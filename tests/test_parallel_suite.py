@@ -5,6 +5,7 @@ one file without xdist."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -94,6 +95,61 @@ import pytest
 @pytest.mark.parametrize("i", range(6))
 def test_{name}(i):
     pass
+"""
+
+
+def test_the_longest_tests_start_first_and_each_run_keeps_its_durations(tmp_path: Path) -> None:
+    """The scheduler hands out the tests the last run measured longest first, one to each
+    worker, and fills a worker that holds a long test with short ones rather than queueing a
+    second long one behind it (the tail of the parallel run was a long test collected late);
+    the run then keeps its own durations in pytest's cache for the next."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests/test_order.py").write_text(ORDERED.format(order=tmp_path / "order"))
+    cache = tmp_path / ".pytest_cache/v/kg/durations"
+    cache.parent.mkdir(parents=True)
+    heavy = {f"tests/test_order.py::test_heavy[{i}]": 100.0 for i in range(3)}
+    cache.write_text(json.dumps(heavy | {"tests/test_order.py::test_gone": 5.0}))
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "tests.conftest", "-v", "-n", "2",
+         "--rootdir", str(tmp_path), "tests"],
+        cwd=tmp_path,
+        env={
+            **{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")},
+            "PYTHONPATH": str(ROOT),
+        },
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    orders = [f.read_text().split() for f in sorted(tmp_path.glob("order-gw*"))]
+    assert len(orders) == 2, orders
+    for order in orders:  # a long one first, then short ones while it runs
+        assert order[0].startswith("heavy") and order[1].startswith("light"), orders
+    kept = json.loads(cache.read_text())
+    assert set(kept) == {*heavy, "tests/test_order.py::test_gone"} | {
+        f"tests/test_order.py::test_light[{i}]" for i in range(8)
+    }
+    assert all(kept[h] < 100 for h in heavy)  # this run's own figures
+
+
+ORDERED = """
+import os
+
+import pytest
+
+
+def _ran(name):
+    with open(f"{order}-{{os.environ['PYTEST_XDIST_WORKER']}}", "a") as f:
+        f.write(name + "\\n")
+
+
+@pytest.mark.parametrize("i", range(8))
+def test_light(i):
+    _ran(f"light{{i}}")
+
+
+@pytest.mark.parametrize("i", range(3))
+def test_heavy(i):
+    _ran(f"heavy{{i}}")
 """
 
 
