@@ -40,6 +40,10 @@ TEMPLATE = "_".join(filter(None, ["kg_test_template", WORKER, uuid.uuid4().hex[:
 SHARED = {
     "tests/citus/": "citus",  # one Citus cluster (three servers) for the session
     "tests/test_wheel.py": "wheel",  # one wheel built for the module
+    # One torch and sentence-transformers load (the module's reference fixture) for the tests
+    # that compare with it, each a few seconds once torch is loaded.
+    "tests/embeddings/test_minilm.py::test_matches_sentence_transformers": "torch-reference",
+    "tests/embeddings/test_minilm.py::test_fp32_matches_text_by_text": "torch-reference",
 }
 """Tests that run in one worker in a parallel run, as they share something expensive to set up:
 test id prefix (relative to the rootdir) -> group."""

@@ -44,16 +44,22 @@ Reference = Callable[[list[str]], npt.NDArray[np.float64]]
 
 @pytest.fixture(scope="module")
 def reference() -> Reference:
-    """sentence-transformers' encode(normalize_embeddings=True) on the same packaged model."""
+    """sentence-transformers' encode(normalize_embeddings=True) on the same packaged model
+    (the tests using it run in one worker of a parallel run: tests/conftest.py ``SHARED``)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     from sentence_transformers import SentenceTransformer
 
     model = SentenceTransformer(str(minilm.packaged_model_path()), device="cpu")
 
+    encoded: dict[tuple[str, ...], npt.NDArray[np.float64]] = {}
+
     def encode(texts: list[str]) -> npt.NDArray[np.float64]:
-        vectors = model.encode(texts, normalize_embeddings=True, show_progress_bar=False)
-        return np.asarray(vectors, dtype=np.float64)
+        # The same texts give the same vectors: the fp32 and int8 cases encode them once.
+        if tuple(texts) not in encoded:
+            vectors = model.encode(texts, normalize_embeddings=True, show_progress_bar=False)
+            encoded[tuple(texts)] = np.asarray(vectors, dtype=np.float64)
+        return encoded[tuple(texts)].copy()
 
     return encode
 
