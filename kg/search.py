@@ -31,31 +31,25 @@ FALLBACK_WARNING = (
 
 _FILTER = "tenant_id = $1 AND project_id = $2 AND ($3::text[] IS NULL OR node_type = ANY($3))"
 
-# The task's meaningful words, OR'ed: an agent's question in natural language never has every
-# one of its words in the section that answers it, so requiring them all (websearch_to_tsquery)
-# matched nothing and "hybrid" was the vector side alone. plainto_tsquery drops stop words and
-# stems; its ANDs become ORs, and BM25 (below) ranks sections matching more and rarer terms
-# first.
-ANY_TERMS = "replace(plainto_tsquery('english', $4)::text, ' & ', ' | ')::tsquery"
+# The task's stemmed terms (plainto_tsquery's lexemes: stop words dropped), OR'ed: an agent's
+# question in natural language never has every one of its words in the section that answers it.
+TERMS = "array(SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', $4)))"
 
-# Ranking reads every matching row's tsvector; for a query made only of very common words that
-# is most of the table. FTS_SCAN_CAP bounds that work: past it, the full-text side ranks a
-# sample of the matches and the vector side carries the fusion. The matching itself goes
-# through kg_fulltext_bm25 (migration 0015, like 0006's kg_fulltext_matches before it): under
-# row-level security PostgreSQL cannot use the GIN index for ``@@`` directly, the function can,
-# and it applies the same tenant filter.
+# Full text goes through kg_fulltext_bm25 (migrations 0015, 0018, 0020): under row-level security
+# PostgreSQL cannot use the GIN index for ``@@`` directly, the function can, and it applies the
+# same tenant filter. It ranks by BM25 (a rare term of the task weighs more than a common one;
+# $8 is the project's size as the planner estimates it, what rarity is measured against) and
+# reads only the nodes holding the task's rarer terms: from the rarest term up while their
+# estimated matches add up to MATCH_ROWS (the common terms still score what is read). A task of
+# common words matched most of a real repository, and the read of an arbitrary 2,000 of those
+# matches missed the section with its one distinctive word (issue 31, bench/RESULTS.md).
+# FTS_SCAN_CAP still bounds the read where the table has no statistics yet (every term rare).
+MATCH_ROWS = 1000
 FTS_SCAN_CAP = 2000
-
-# The task's stemmed terms, for BM25's per-term counts (the lexemes ANY_TERMS ORs).
-TERMS = "array(SELECT lexeme FROM unnest(to_tsvector('english', $4)))"
-
-# Ranked by BM25 (kg_fulltext_bm25, migration 0015): a rare term of the task weighs more than a
-# common one, which ts_rank_cd cannot say. $8 is the project's size as the planner estimates
-# it (what a term's rarity is measured against).
 _FTS = f"""
 SELECT node_id, row_number() OVER (ORDER BY rank DESC, node_id) AS r, rank
   FROM (SELECT m.node_id, m.rank
-          FROM kg_fulltext_bm25($1, $2, {ANY_TERMS}, {TERMS}, $3, {FTS_SCAN_CAP}, $8) m
+          FROM kg_fulltext_bm25($1, $2, {TERMS}, $3, {FTS_SCAN_CAP}, $8, {MATCH_ROWS}) m
          ORDER BY m.rank DESC, m.node_id LIMIT $5) f
 """
 
@@ -94,36 +88,6 @@ SELECT n.node_id, n.node_type, n.name, f.fts_rank, f.vec_rank, f.sim, f.score
  ORDER BY f.score DESC, n.node_id
 """
 
-# Full-text ranking restricted to the vector candidates: for broad queries (below).
-_HYBRID_BROAD = f"""
-WITH vec AS ({_VEC}), fts AS (
-    SELECT node_id, row_number() OVER (ORDER BY rank DESC, node_id) AS r, rank
-      FROM (SELECT n.node_id, ts_rank_cd(n.tsv, t.q) AS rank
-              FROM vec
-              JOIN kg_nodes n ON n.tenant_id = $1 AND n.project_id = $2
-                             AND n.node_id = vec.node_id,
-                   (SELECT {ANY_TERMS} AS q) t
-             WHERE n.tsv @@ t.q) f
-)
-SELECT n.node_id, n.node_type, n.name, fts.r AS fts_rank, vec.r AS vec_rank, vec.sim,
-       coalesce(1.0 / ({RRF_K} + fts.r), 0) + coalesce(1.0 / ({RRF_K} + vec.r), 0) AS score
-  FROM vec LEFT JOIN fts USING (node_id)
-  JOIN kg_nodes n ON n.tenant_id = $1 AND n.project_id = $2 AND n.node_id = vec.node_id
- ORDER BY score DESC, n.node_id
- LIMIT $7
-"""
-
-# A query made only of very common terms matches a large share of the project; the full-text
-# side would rank an arbitrary FTS_SCAN_CAP sample of those matches (~12 ms at 100,000 nodes).
-# The planner's row estimate (from ANALYZE's most common lexemes, ~0.3 ms) tells such queries
-# apart; hybrid search then ranks full text among the vector candidates only (~8 ms), which
-# also ranks what the vector side found rather than a sample. Rare terms keep the full path.
-BROAD_QUERY_ROWS = 5000
-
-_ESTIMATE = f"""
-EXPLAIN (FORMAT JSON) SELECT 1 FROM kg_nodes
- WHERE tenant_id = $1 AND project_id = $2 AND tsv @@ {ANY_TERMS.replace("$4", "$3")}
-"""
 _ESTIMATE_SIZE = (
     "EXPLAIN (FORMAT JSON) SELECT 1 FROM kg_nodes WHERE tenant_id = $1 AND project_id = $2"
 )
@@ -136,13 +100,6 @@ SET LOCAL hnsw.iterative_scan = relaxed_order;
 SET LOCAL hnsw.ef_search = 100;
 SET LOCAL plan_cache_mode = force_custom_plan
 """
-
-
-async def estimated_matches(conn: asyncpg.Connection, scope: Scope, text: str) -> int:
-    """The planner's estimate of how many nodes match ``text`` in full text (on a connection
-    of :func:`search_in_transaction`, whose settings plan it for these very parameters)."""
-    plan = await conn.fetchval(_ESTIMATE, scope.tenant_id, scope.project_id, text)
-    return int(json.loads(plan)[0]["Plan"]["Plan Rows"])
 
 
 async def estimated_size(conn: asyncpg.Connection, scope: Scope) -> float:
@@ -236,19 +193,14 @@ async def search_in_transaction(
     limit: int,
     vector: str | None,
     candidates: int,
-    broad_rows: int = BROAD_QUERY_ROWS,
 ) -> list[SearchHit]:
     """The search query itself, on a connection already inside a transaction (so a context
     build sees the same snapshot for its semantic anchors as for its expansion)."""
     await conn.execute(_SEARCH_SETTINGS)
     base = (scope.tenant_id, scope.project_id, node_types)
     if mode == "hybrid":
-        broad = await estimated_matches(conn, scope, text) > broad_rows
-        if broad:
-            rows = await conn.fetch(_HYBRID_BROAD, *base, text, candidates, vector, limit)
-        else:
-            size = await estimated_size(conn, scope)
-            rows = await conn.fetch(_HYBRID, *base, text, candidates, vector, limit, size)
+        size = await estimated_size(conn, scope)
+        rows = await conn.fetch(_HYBRID, *base, text, candidates, vector, limit, size)
     elif mode == "fulltext":
         size = await estimated_size(conn, scope)
         rows = await conn.fetch(_FTS_ONLY, *base, text, candidates, limit, size)

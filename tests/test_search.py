@@ -7,7 +7,6 @@ import pytest
 
 from kg.config import Scope
 from kg.embeddings import HashingEmbedder, MiniLMEmbedder
-from kg.embeddings.cache import query_vector
 from kg.errors import ValidationError
 from kg.events import EventStore, NodeAsserted
 from kg.projections import ProjectionContext, ProjectionRunner, default_projections
@@ -100,8 +99,8 @@ async def test_the_fulltext_function_answers_only_for_the_sessions_tenant(
 
     def query(tenant: str) -> str:
         return (
-            f"SELECT node_id FROM kg_fulltext_bm25('{tenant}', 'p', "
-            "to_tsquery('english', 'password'), ARRAY['password'], NULL, 10, 100)"
+            f"SELECT node_id FROM kg_fulltext_bm25('{tenant}', 'p', ARRAY['password'], NULL, 10, "
+            "100, 1000)"
         )
 
     async with app_pool.acquire() as conn, conn.transaction():
@@ -122,24 +121,43 @@ async def test_bad_search_requests_are_clear_errors(app_pool: asyncpg.Pool, scop
         await search(app_pool, scope, "x", mode="fulltext", limit=0)
 
 
-async def test_broad_queries_rank_full_text_among_the_vector_candidates(
+async def test_a_task_of_common_words_still_reads_the_node_with_its_rare_one(
     store: EventStore, system_pool: asyncpg.Pool, app_pool: asyncpg.Pool, scope: Scope
 ) -> None:
-    from kg.search import search_in_transaction
-
-    hashing = HashingEmbedder()
-    await project(store, system_pool, scope, hashing)
-    vector = await query_vector(hashing, "login credentials")
+    """Full text reads the nodes that hold the task's rarer terms (from the table's statistics),
+    not a sample of everything its common words match: with room for 20 matches, the one
+    section of 400 that names the rollback is found (issue 31; before, the read took the first
+    20 matches of "deploy service" in table order and never saw it)."""
+    common = [
+        NodeAsserted(
+            node_id=f"section:docs/deploy{i:03}.md#s", node_type="Section", name=f"Deploy {i}",
+            content=f"Deploy the service {i} with the usual service deploy steps.",
+        )
+        for i in range(400)
+    ]  # fmt: skip
+    rare = NodeAsserted(
+        node_id="section:docs/zz-rollback.md#s", node_type="Section", name="Undo",
+        content="To deploy the service again after a failure, use the rollback command.",
+    )  # fmt: skip
+    await store.append(scope, "s", [*common, rare])
+    await ProjectionRunner(
+        system_pool, default_projections(), ProjectionContext(HashingEmbedder())
+    ).catch_up()
+    await system_pool.execute("ANALYZE kg_nodes")
+    task = "how do I deploy the service with a rollback"
     async with app_pool.acquire() as conn, conn.transaction():
         await conn.execute("SELECT set_config('kg.tenant_id', $1, true)", scope.tenant_id)
-        normal = await search_in_transaction(
-            conn, scope, "login credentials", "hybrid", None, 3, vector, 40
+        rows = await conn.fetch(
+            "SELECT node_id FROM kg_fulltext_bm25($1, $2, "
+            "array(SELECT lexeme FROM unnest(to_tsvector('english', $3))), NULL, 20, 401, 20) "
+            "ORDER BY rank DESC",
+            scope.tenant_id,
+            scope.project_id,
+            task,
         )
-        broad = await search_in_transaction(
-            conn, scope, "login credentials", "hybrid", None, 3, vector, 40, broad_rows=-1
-        )
-    assert broad[0].node_id == normal[0].node_id == "component:auth"
-    assert broad[0].fulltext_rank == 1, "full text still ranks, among the vector candidates"
+    assert [r["node_id"] for r in rows] == ["section:docs/zz-rollback.md#s"]
+    result = await search(app_pool, scope, task, mode="fulltext")
+    assert result.hits[0].node_id == "section:docs/zz-rollback.md#s"
 
 
 async def test_fulltext_weighs_a_rare_term_above_common_ones(

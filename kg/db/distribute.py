@@ -56,7 +56,7 @@ DELEGATED_FUNCTIONS = (
 
 TRIGGERED_TABLES = ("kg_events", "kg_event_content")
 
-NESTED_FUNCTIONS = ("kg_fulltext_bm25(text, text, tsquery, text[], text[], integer, float8)",)
+NESTED_FUNCTIONS = ("kg_fulltext_bm25(text, text, text[], text[], integer, float8, float8)",)
 """SECURITY DEFINER functions called inside a tenant's query (which Citus routes whole to the
 tenant's worker) that read a distributed table themselves: allowed to, since their read is
 pruned to the same tenant's shard on that worker by their ``p_tenant`` argument (migration

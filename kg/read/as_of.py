@@ -32,6 +32,7 @@ from datetime import datetime
 import asyncpg
 
 from kg.config import Scope
+from kg.db.functions import SIGNATURE as FULLTEXT_SIGNATURE
 from kg.errors import ConfigurationError, KgError, ValidationError
 from kg.events import AppendResult, EventMetadata, EventStore
 from kg.events.store import AfterAppend, StreamEvent
@@ -181,16 +182,18 @@ async def load_as_of(pool: asyncpg.Pool, schema: str, *, to_read: bool = True) -
         )
     # A replay kept from before migration 0015 has no full-text function of its own (BM25), and
     # unqualified calls would reach public's, i.e. today's graph instead of the replay's; one
-    # kept before 0018 has it without the tenant argument today's search passes.
+    # kept before 0018 has it without the tenant argument today's search passes, one kept before
+    # 0020 with the tsquery argument it no longer takes.
     # A replay kept before positions were per tenant (migration 0013) covers every tenant at a
     # global position: today's tables and tools cannot read it.
     per_tenant = "tenant_id" in dict(row.items())
     current = not to_read or (
         per_tenant
         and await pool.fetchval(
-            "SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
-            "WHERE n.nspname = $1 AND p.proname = 'kg_fulltext_bm25' AND p.pronargs = 7",
+            "SELECT to_regprocedure(format('%I.kg_fulltext_bm25(%s)', $1::text, $2::text)) "
+            "IS NOT NULL",
             schema,
+            FULLTEXT_SIGNATURE,
         )
     )
     if not current:

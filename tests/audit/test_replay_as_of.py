@@ -172,6 +172,16 @@ async def test_a_replay_kept_by_an_older_kg_is_refused_for_reading_but_listed(
     with pytest.raises(ConfigurationError, match="made by an older kg"):
         async with open_as_of(runtime, "kg_asof_acme_2"):
             pass
+    # One kept before migration 0020 has the function with the tsquery argument it no longer
+    # takes: as refused, not called with the wrong arguments.
+    await runtime.system_pool.execute(
+        'CREATE FUNCTION "kg_asof_acme_2".kg_fulltext_bm25(p_tenant text, p_project text, '
+        "p_query tsquery, p_terms text[], p_types text[], p_cap integer, p_size float8) "
+        "RETURNS TABLE (node_id text, rank real) LANGUAGE sql AS $$ SELECT 'x', 1::real $$"
+    )
+    with pytest.raises(ConfigurationError, match="made by an older kg"):
+        async with open_as_of(runtime, "kg_asof_acme_2"):
+            pass
 
 
 async def test_a_replay_kept_before_per_tenant_order_is_refused_for_reading_but_listed(

@@ -102,8 +102,8 @@ async def test_row_level_security_on_the_shards_keeps_tenants_apart(
         await set_tenant(conn, tenant)
         tenants = await conn.fetch("SELECT DISTINCT tenant_id FROM kg_nodes")
         search = await conn.fetch(
-            "SELECT node_id FROM kg_fulltext_bm25($1, 'webshop', to_tsquery('english', 'gateway'), "
-            "ARRAY['gateway'], NULL, 10, 100)",
+            "SELECT node_id FROM kg_fulltext_bm25($1, 'webshop', ARRAY['gateway'], NULL, 10, 100, "
+            "1000)",
             f"{tenant}-b",
         )
     assert [r["tenant_id"] for r in tenants] == [tenant]
