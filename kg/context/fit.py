@@ -41,10 +41,13 @@ PATH_KEYS = ("path", "file_path", "file")
 
 
 # The best LEAD_NODES of a build show the full allowance; each one after them a share of it,
-# as a search engine shows a result: so a budget shows the passage that answers from three
-# times as many sections rather than more context around it from a few (half: +0.05 gold
-# recall at 800 tokens; a third, with shorter reasons: +0.05 more, bench/RESULTS.md).
-LEAD_NODES = 2
+# as a search engine shows a result: so a budget shows the passage that answers from more
+# sections rather than more context around it from a few (half: +0.05 gold recall at 800
+# tokens; a third, with shorter reasons: +0.05 more). One lead rather than two: +0.03 at 400
+# tokens on three of six corpora and +0.03 at 800 on agents-beads, no corpus lower
+# (bench/RESULTS.md issue 31, session 12); every node a snippet gained ~0.02 more, but the best
+# match then shows only a sentence of its answer.
+LEAD_NODES = 1
 # ...and the nodes after them a snippet: this share of it (about a sentence at 800 tokens; a
 # quarter rather than a third: one more node per build at 1,600 tokens, +0.03 gold recall on
 # speckit-deacon there, bench/RESULTS.md issue 31).
