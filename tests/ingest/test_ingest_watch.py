@@ -69,6 +69,7 @@ async def test_a_save_an_addition_and_a_removal_reach_the_graph(
         return await found(runtime, "axolotls") == ["section:docs/a.md#a"]
 
     await eventually(saved, "the saved edit is searchable")
+    passes = len(watching[1])
 
     (tmp_path / "docs/b.md").write_text("# B\n\nA new file on capybaras.\n", encoding="utf-8")
     (tmp_path / "docs/a.md").unlink()
@@ -79,7 +80,9 @@ async def test_a_save_an_addition_and_a_removal_reach_the_graph(
         )
 
     await eventually(added_and_removed, "the new file is in and the removed one out")
-    assert len(watching[1]) >= 3, "a pass per batch"
+    # A pass of its own: the changes came after the save's pass (which may have been the first
+    # pass too, when the save landed while the watcher was starting on a loaded machine).
+    assert len(watching[1]) > passes, "a pass per batch"
 
 
 async def test_a_commit_seen_by_the_watcher_records_the_committed_state(
