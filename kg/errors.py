@@ -44,6 +44,11 @@ class ConcurrencyConflictError(KgError):
         )
 
 
+class ProjectionLagError(KgError):
+    """A read waited for the projections to reach the caller's own write and they did not in
+    time (the background projector is far behind, or stopped)."""
+
+
 class BackfillConflictError(KgError):
     """Another backfill of the same legacy file into the same scope is running, or another
     writer appended to one of its streams during this run."""

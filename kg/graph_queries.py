@@ -56,9 +56,7 @@ async def query_knowledge_graph(
     if not text.strip():
         raise ValidationError("search text is empty: give a few words to search for")
     _check_range("limit", limit, 1, 100)
-    reader = rt.reader()
-    await reader.catch_up()
-    async with reader.snapshot(catch_up=False) as snap:
+    async with rt.reader().snapshot() as snap:
         vector: str | None = None
         warnings: list[str] = []
         if mode != "fulltext":
@@ -78,6 +76,10 @@ async def query_knowledge_graph(
             vector=vector,
             candidates=max(limit * 8, 40),
         )
+        read_state = await snap.state()
+    lag = read_state.warning()
+    if lag is not None:
+        warnings.append(lag)
     # The context builder's ranking: copies, drafts and archives below the specs they copy,
     # stale nodes below their successors, and restatements of a better hit left out.
     ranked = sorted(
@@ -86,21 +88,22 @@ async def query_knowledge_graph(
     results: list[SearchHit] = []
     grams: list[tuple[str, frozenset[int]]] = []
     for hit, node in ranked:
+        if len(results) >= limit:
+            break  # the hits past the limit are not shown: comparing them was wasted work
         if not node.redacted:
             original, own = copy_of(node.row.content, grams)
             if original is not None:
                 continue
             grams.append((node.node_id, own))
-        if len(results) < limit:
-            view = node.view()
-            results.append(
-                SearchHit(
-                    **view.model_dump(),
-                    status="" if node.redacted else stale_status(node.row),
-                    score=round(hit.score * search_prior(node.row), 6),
-                    similarity=hit.similarity,
-                )
+        view = node.view()
+        results.append(
+            SearchHit(
+                **view.model_dump(),
+                status="" if node.redacted else stale_status(node.row),
+                score=round(hit.score * search_prior(node.row), 6),
+                similarity=hit.similarity,
             )
+        )
     if vector and rt.embedder.is_fallback:
         warnings.append(FALLBACK_WARNING)
     return SearchResults(
@@ -109,6 +112,8 @@ async def query_knowledge_graph(
         excluded_by_policy=governed.excluded,
         embedder=rt.embedder.model_id if vector else None,
         warnings=warnings,
+        projected_to=read_state.projected_to,
+        behind=read_state.behind,
     )
 
 

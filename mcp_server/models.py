@@ -120,6 +120,11 @@ class ContextGraphOut(BaseModel):
         description="MUST project rules governing the graph's files (also in the rendering); "
         "absent when none",
     )
+    behind: int = Field(
+        default=0,
+        description="Newer log events not projected yet when built (0: current; a warning "
+        "says so too); your own writes are always included",
+    )
 
 
 class ContextUsageOut(BaseModel):

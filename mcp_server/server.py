@@ -51,7 +51,7 @@ from kg.validation import bounded
 from mcp_server import logs, prompts, resources
 from mcp_server.memory_tools import memory_tools
 from mcp_server.notifications import ResourceWatch, watching
-from mcp_server.state import AppState, KgContext, runtime_of
+from mcp_server.state import AppState, KgContext, bind_session, runtime_of
 from mcp_server.stdio import StdinLines
 from mcp_server.tools import kg_tools
 from mcp_server.unreadable import answer_unreadable
@@ -97,6 +97,7 @@ class KgMCPServer(MCPServer[AppState]):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: KgContext | None = None
     ) -> CallToolResult | InputRequiredResult:
+        bind_session(context)  # its reads wait for this client's own writes only
         if self.metrics is None:
             return await self._call_tool(name, arguments, context)
         async with self.metrics.tool_call(name) as outcome:
@@ -147,6 +148,7 @@ class KgMCPServer(MCPServer[AppState]):
     ) -> Iterable[ReadResourceContents] | InputRequiredResult:
         """``kg://graph`` (the root, which has no URI variable to hang a template on) here;
         every other ``kg://`` URI through its template (:mod:`mcp_server.resources`)."""
+        bind_session(context)
         if str(uri) == resources.ROOT and context is not None:
             text = await resources.root(runtime_of(context))
             return [ReadResourceContents(content=text, mime_type=resources.MARKDOWN)]
@@ -188,12 +190,15 @@ class KgMCPServer(MCPServer[AppState]):
 
 @asynccontextmanager
 async def projections_kept_current(rt: Runtime) -> AsyncIterator[None]:
-    """Tail the log while the server runs (the runner wakes on each append's NOTIFY).
+    """Tail the log while the server runs (the runner wakes on each append's NOTIFY), and let
+    reads go without catching up (:mod:`kg.read.reader`, background mode).
 
-    Every tool still catches up before it reads, but now rarely finds work: the
-    ``ContextGraphBuilt`` a call appends is projected while its result travels to the client,
-    not at the start of the agent's next call. A failure here is logged; the next tool call's
-    own catch-up reports it to the agent.
+    A tool call reads the projected state as it is and says how far behind the log it is; it
+    never waits on a backlog other writers appended (8 writers and 2 readers: reads waited
+    seconds). It waits only for its own client's last write, projecting up to that position.
+    The ``ContextGraphBuilt`` a call appends is projected while its result travels to the
+    client. A failure here is logged; a read that needs its own write then fails with
+    :class:`~kg.errors.ProjectionLagError` after its timeout, naming the positions.
     """
     if rt.as_of is not None:  # a read-only replay: nothing new will come
         yield
@@ -201,9 +206,12 @@ async def projections_kept_current(rt: Runtime) -> AsyncIterator[None]:
     stop = asyncio.Event()
     task = asyncio.create_task(rt.runner.run(stop))
     task.add_done_callback(_log_failure)
+    reader = rt.reader()
+    reader.background = True
     try:
         yield
     finally:
+        reader.background = False
         stop.set()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(task, timeout=10)

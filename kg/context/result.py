@@ -85,6 +85,9 @@ class ContextGraph:
     #: MUST directives that govern the graph's files (kg.directives.context): node_id, text,
     #: source; absent from to_dict() when there are none
     directives: tuple[dict[str, str], ...] = ()
+    #: newer log events not projected yet when the graph was built (0: current); not part of
+    #: the graph or its hash (a replay at ``as_of_position`` reproduces it all the same)
+    behind: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """The graph as JSON-ready data, lean: a node's ``properties`` and ``labels`` are left

@@ -129,6 +129,10 @@ async def build_context_graph(
     embedder = rt.embedder if _needs_embedder(request) else None
     async with rt.reader().snapshot() as snap:
         graph = await build_with_rules(snap, id(rt.app_pool), request, embedder)
+        state = await snap.state()
+    lag = state.warning()
+    if lag is not None:  # never silently behind (the graph and its hash are as of its position)
+        graph = replace(graph, behind=state.behind, warnings=(*graph.warnings, lag))
     graph_id = f"cg_{uuid.uuid4().hex}"
     event = ContextGraphBuilt(
         context_graph_id=graph_id,

@@ -48,3 +48,23 @@ async def tenant_transaction(
     async with pool.acquire() as conn, conn.transaction(isolation=isolation, readonly=readonly):
         await set_tenant(conn, tenant_id)
         yield conn
+
+
+@asynccontextmanager
+async def tenant_snapshot(pool: asyncpg.Pool, tenant_id: str) -> AsyncIterator[asyncpg.Connection]:
+    """A pooled connection in a read-only REPEATABLE READ transaction scoped to ``tenant_id``:
+    :func:`tenant_transaction`'s, begun and scoped in one round trip instead of two (every
+    read of the MCP server opens two: the action guard's and the tool's)."""
+    async with pool.acquire() as conn:
+        await conn.execute(
+            "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; " + set_tenant_sql(tenant_id)
+        )
+        try:
+            yield conn
+        finally:
+            # Read-only: nothing to keep or lose. A connection left mid-statement (a cancelled
+            # read) cannot take another; the pool then replaces it.
+            try:
+                await conn.execute("ROLLBACK")
+            except (asyncpg.InterfaceError, asyncpg.PostgresError):
+                conn.terminate()

@@ -31,6 +31,7 @@ from kg.errors import (
     SchemaNotReadyError,
     ValidationError,
 )
+from kg.events import written
 from kg.events.base import DomainEvent
 from kg.events.content import split_erasable
 from kg.events.envelope import AppendResult, EventMetadata, PendingEvent, RecordedEvent
@@ -388,6 +389,9 @@ class EventStore:
                     if kept is not None:
                         kept.clear()
                     await asyncio.sleep(0.05 * 2**attempt)
+            writes = written.current()
+            if writes is not None:  # the caller's next read waits for these (read-your-writes)
+                writes.note(scope.tenant_id, max(r.last_position for r in results))
             if recent is not None:  # committed: the runner may take these instead of reading
                 if kept:
                     recent.add(scope.tenant_id, kept, sizes)

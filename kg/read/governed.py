@@ -148,13 +148,15 @@ class Governed:
     async def start(self, ref: str) -> Admitted:
         """The node a query starts from (any name :mod:`kg.read.names` reads): a typed error
         when it is missing, denied, or a name several entities share."""
-        node_id = (await self.resolve_known([ref]))[0]
-        rows = await self._graph.nodes([node_id])
+        rows = await self._graph.nodes([ref])  # an id (the usual case): one query, not two
+        if not rows:
+            node_id = (await self.resolve_known([ref]))[0]
+            rows = await self._graph.nodes([node_id])
         if not rows:  # gone since it was resolved
             raise NotFoundError(f"node {clip(ref)} not found in this project")
         admitted = self._admit(rows[0])
         if admitted is None:
-            raise PolicyDeniedError(f"access to {clip(node_id)} is denied by policy")
+            raise PolicyDeniedError(f"access to {clip(rows[0].node_id)} is denied by policy")
         return admitted
 
     async def neighbours(

@@ -65,6 +65,14 @@ class SearchResults(BaseModel):
     excluded_by_policy: int = Field(description="Matches a policy hid (never shown)")
     embedder: str | None
     warnings: list[str]
+    projected_to: int | None = Field(
+        default=None, description="Log position the searched graph reflects"
+    )
+    behind: int = Field(
+        default=0,
+        description="Newer log events not projected yet when searched (0: current); your own "
+        "writes are always included",
+    )
 
 
 class Neighbour(NodeView):

@@ -24,7 +24,11 @@ SQL_HOMES = (
     "kg/erasure/",
 )  # fmt: skip
 # The raw, policy-free ways in: only the read model itself may use them.
-RAW = {"kg.db.tenancy.tenant_transaction", "kg.projections.graph_reader.GraphReader"}
+RAW = {
+    "kg.db.tenancy.tenant_transaction",
+    "kg.db.tenancy.tenant_snapshot",
+    "kg.projections.graph_reader.GraphReader",
+}
 SERVICES = (
     "kg/graph_queries.py", "kg/lineage.py", "kg/decisions.py", "kg/context/service.py",
     "kg/context/reproduce.py", "kg/cli/", "mcp_server/", "kg/memory/",
