@@ -94,11 +94,13 @@ class Runtime:
                 # the scope's tenant only: a command never waits on another tenant's backlog
                 catch_up=lambda: self.runner.catch_up(tenant_id=self.scope.tenant_id),
                 # a read that waits for its caller's own write projects up to it, no further
-                catch_up_until=lambda position: self.runner.catch_up(
-                    tenant_id=self.scope.tenant_id, until=position
+                catch_up_until=lambda names, position: self.runner.catch_up(
+                    names, tenant_id=self.scope.tenant_id, until=position
                 ),
                 head=lambda: self.system_store.head(self.scope.tenant_id),
-                projections=[p.name for p in self.runner.projections],
+                projections={
+                    p.name: getattr(p, "event_types", None) for p in self.runner.projections
+                },
             )
         return self._reader
 

@@ -141,7 +141,16 @@ class ResourceWatch:
             found = changes_in(batch)
             if not found.nodes:
                 continue
-            await rt.catch_up()  # a client reading the resource now sees the change
+            # A client reading the resource now sees the change: the projections that read
+            # these events, up to this batch (not the records' lane a read may be waiting on,
+            # not a backlog beyond it).
+            types = {e.event_type for e in batch}
+            names = [
+                p.name
+                for p in rt.runner.projections
+                if (declared := getattr(p, "event_types", None)) is None or declared & types
+            ]
+            await rt.runner.catch_up(names, tenant_id=rt.scope.tenant_id, until=batch[-1].position)
             try:
                 await self._announce(rt, bus, found, batch[0].position, batch[-1].position)
             except Exception:  # a client gone mid-send must not stop the others' notifications

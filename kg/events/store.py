@@ -391,7 +391,8 @@ class EventStore:
                     await asyncio.sleep(0.05 * 2**attempt)
             writes = written.current()
             if writes is not None:  # the caller's next read waits for these (read-your-writes)
-                writes.note(scope.tenant_id, max(r.last_position for r in results))
+                types = {p[1].event_type for p in prepared}
+                writes.note(scope.tenant_id, max(r.last_position for r in results), types)
             if recent is not None:  # committed: the runner may take these instead of reading
                 if kept:
                     recent.add(scope.tenant_id, kept, sizes)

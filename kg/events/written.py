@@ -12,22 +12,32 @@ Outside a bound context (a one-shot CLI command, which catches up inline) nothin
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from contextvars import ContextVar, Token
 
 
 class Writes:
-    """The newest log position a caller appended, per tenant."""
+    """The newest log position a caller appended, per tenant and event type (a read waits
+    only for the projections that read what the caller wrote: a logged context graph is
+    waited for by the context graph records, not by the graph's nodes)."""
 
     def __init__(self) -> None:
-        self._last: dict[str, int] = {}
+        self._last: dict[str, dict[str, int]] = {}
 
-    def note(self, tenant_id: str, position: int) -> None:
-        if position > self._last.get(tenant_id, 0):
-            self._last[tenant_id] = position
+    def note(self, tenant_id: str, position: int, event_types: Iterable[str]) -> None:
+        """An append of ``event_types`` that ended at ``position``."""
+        last = self._last.setdefault(tenant_id, {})
+        for event_type in event_types:
+            if position > last.get(event_type, 0):
+                last[event_type] = position
 
-    def last(self, tenant_id: str) -> int:
-        """The newest position appended to ``tenant_id``'s log (0: none)."""
-        return self._last.get(tenant_id, 0)
+    def last(self, tenant_id: str, event_types: Iterable[str] | None = None) -> int:
+        """The newest position of an append to ``tenant_id``'s log holding one of
+        ``event_types`` (None: any); 0 for none."""
+        last = self._last.get(tenant_id, {})
+        if event_types is None:
+            return max(last.values(), default=0)
+        return max((last.get(t, 0) for t in event_types), default=0)
 
 
 _current: ContextVar[Writes | None] = ContextVar("kg_writes", default=None)

@@ -652,13 +652,53 @@ class ProjectionRunner:
         # reset() dropped the bulk-built indexes; the replay builds them again.
         return await self._catch_up(selected, None, None, True)
 
+    def lanes(self) -> list[list[str]]:
+        """The projections in groups that read none of each other's event types (kg_nodes with
+        kg_edges; each record table alone): what :meth:`run` catches up side by side."""
+        groups: list[tuple[set[str], list[str]]] = []
+        for projection in self.projections:
+            declared: frozenset[str] | None = getattr(projection, "event_types", None)
+            if declared is None:  # reads everything: one lane for all
+                return [[p.name for p in self.projections]]
+            types, names = set(declared), [projection.name]
+            for group in [g for g in groups if g[0] & types]:
+                groups.remove(group)
+                types |= group[0]
+                names = group[1] + names
+            groups.append((types, names))
+        return [names for _, names in groups]
+
+    async def _forget_projected(self) -> None:
+        """Drop from the window what every projection has applied (a catch-up of some lanes
+        only cannot tell; :meth:`run` asks the checkpoints)."""
+        if self.recent is None:
+            return
+        async with self._pool.acquire() as conn:
+            rows = await conn.fetch(
+                "SELECT tenant_id, min(position) FROM projection_checkpoints "
+                "WHERE name = ANY($1) GROUP BY tenant_id",
+                [p.name for p in self.projections],
+            )
+        for tenant_id, position in rows:
+            self.recent.forget(tenant_id, position)
+
     async def run(self, stop: asyncio.Event, *, poll_interval: float = 1.0) -> None:
         """Keep the projections current until ``stop`` is set: catch up whenever the log moves
-        (woken by NOTIFY, or by the poll interval if a notification is lost)."""
+        (woken by NOTIFY, or by the poll interval if a notification is lost).
+
+        Each lane (:meth:`lanes`) catches up on its own, side by side: a long backlog of graph
+        events (8 writers) holds kg_nodes and kg_edges only, so a read waiting for its own
+        logged context graph (:mod:`kg.read.reader`) projects the context graph records at
+        once instead of queuing behind the whole backlog."""
+        lanes = self.lanes()
         async with self._store.listen() as wake:
             while not stop.is_set():
                 wake.clear()
-                await self.catch_up()
+                if len(lanes) == 1:
+                    await self.catch_up()
+                else:
+                    await asyncio.gather(*(self.catch_up(lane) for lane in lanes))
+                    await self._forget_projected()
                 stopping = asyncio.ensure_future(stop.wait())
                 woken = asyncio.ensure_future(wake.wait())
                 await asyncio.wait(

@@ -31,9 +31,9 @@ projection reader stays private to this module, so a caller cannot forget the po
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import asyncpg
@@ -81,7 +81,9 @@ SELECT CASE WHEN count(c.name) < coalesce(cardinality($2::text[]), 0) THEN 0
        coalesce((SELECT max(e.position) FROM kg_events e
                   WHERE e.tenant_id = $1 AND e.event_type = 'ContentErased'), 0) AS erased_at,
        coalesce((SELECT max(e.position) FROM kg_events e
-                  WHERE e.tenant_id = $1 AND e.event_type = ANY($3::text[])), 0) AS policy_at
+                  WHERE e.tenant_id = $1 AND e.event_type = ANY($3::text[])), 0) AS policy_at,
+       coalesce(array_agg(c.name), '{{}}') AS names,
+       coalesce(array_agg(c.position), '{{}}') AS positions
   FROM projection_checkpoints c
  WHERE c.tenant_id = $1 AND ($2::text[] IS NULL OR c.name = ANY($2::text[]))
 """
@@ -101,6 +103,8 @@ class ReadState:
     erased_at: int
     #: the newest event defining, changing or retiring a policy (0: none)
     policy_at: int = 0
+    #: each projection's checkpoint (one without a row is missing)
+    checkpoints: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def behind(self) -> int:
@@ -187,6 +191,7 @@ class Snapshot:
             self._state = ReadState(
                 int(row["projected"]), int(row["head"]), int(row["nodes_at"]),
                 int(row["erased_at"]), int(row["policy_at"]),
+                dict(zip(row["names"], map(int, row["positions"]), strict=True)),
             )  # fmt: skip
         return self._state
 
@@ -228,9 +233,9 @@ class Reader:
         scope: Scope,
         *,
         catch_up: Callable[[], Awaitable[int]] = _nothing_to_catch_up,
-        catch_up_until: Callable[[int], Awaitable[int]] | None = None,
+        catch_up_until: Callable[[Sequence[str], int], Awaitable[int]] | None = None,
         head: Callable[[], Awaitable[int]] | None = None,
-        projections: Sequence[str] = (),
+        projections: Mapping[str, frozenset[str] | None] | Sequence[str] = (),
     ) -> None:
         self.pool = pool
         self.scope = scope
@@ -239,6 +244,10 @@ class Reader:
         self._head = head
         #: the names of the projections a snapshot's state covers (none: no state, no cache)
         self.projections = tuple(projections)
+        #: the event types each projection reads (None: every type)
+        self._reads: dict[str, frozenset[str] | None] = (
+            dict(projections) if isinstance(projections, Mapping) else {}
+        )
         #: a background projector keeps the projections current (see the module docstring)
         self.background = False
         #: seconds a read waits for its caller's own write to be projected
@@ -284,25 +293,36 @@ class Reader:
                     return
             await self._reach(wanted, state)
 
-    def _wanted(self, state: ReadState) -> int | None:
-        """The position the projections must reach before this read, None when they have."""
+    def _wanted(self, state: ReadState) -> tuple[list[str], int] | None:
+        """The projections to bring further before this read and the position to bring them
+        to; None when there is nothing to wait for."""
+        everything = list(self.projections)
         if not self.background:
-            return state.head if state.projected_to < state.head else None
-        writes = written.current()
-        own = 0 if writes is None else writes.last(self.scope.tenant_id)
+            return (everything, state.head) if state.projected_to < state.head else None
         if state.policy_at > state.projected_to:  # a policy change applies at once
-            own = max(own, state.head)
-        return own if state.projected_to < own else None
+            return everything, state.head
+        writes = written.current()
+        if writes is None:
+            return None
+        tenant = self.scope.tenant_id
+        # Each projection up to the caller's last write of an event it reads, no further.
+        floors = {}
+        for name in self.projections:
+            floor = writes.last(tenant, self._reads.get(name))
+            if state.checkpoints.get(name, 0) < floor:
+                floors[name] = floor
+        return (sorted(floors), max(floors.values())) if floors else None
 
-    async def _reach(self, wanted: int, state: ReadState) -> None:
+    async def _reach(self, wanted: tuple[list[str], int], state: ReadState) -> None:
+        names, position = wanted
         if not self.background or self._catch_up_until is None:
             await self.catch_up()
             return
         try:
-            await asyncio.wait_for(self._catch_up_until(wanted), self.wait_timeout)
+            await asyncio.wait_for(self._catch_up_until(names, position), self.wait_timeout)
         except TimeoutError:
             raise ProjectionLagError(
-                f"your last write (log position {wanted}) is not projected after "
+                f"your last write (log position {position}) is not projected after "
                 f"{self.wait_timeout:g} s: the projections are at {state.projected_to} of "
                 f"{state.head}. The background projector is far behind or stopped: retry the "
                 "call, and check `kg projections status`"

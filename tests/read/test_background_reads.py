@@ -89,11 +89,15 @@ async def test_a_sessions_own_write_is_visible_to_its_next_read(background: Runt
         written.unbind(token)
     found = await graph_queries.query_knowledge_graph(rt, "invoice", mode="fulltext")
     assert [r.node_id for r in found.results] == ["component:c50"]
-    assert await positions(rt) == {mine.last_position} != {before}, "projected to my write only"
-    assert found.behind == theirs.last_position - mine.last_position
+    at = {s.name: s.position for s in await rt.runner.status(rt.scope.tenant_id)}
+    # The projection that reads my write (a node), up to it and no further; the others (edges,
+    # records) read none of it.
+    assert at["kg_nodes"] == mine.last_position
+    assert at["kg_edges"] == at["context_graphs"] == at["context_graph_usage"] == before
+    assert found.behind == theirs.last_position - before
     # Nothing more of mine to wait for: the next read projects nothing.
     await graph_queries.query_knowledge_graph(rt, "invoice", mode="fulltext")
-    assert await positions(rt) == {mine.last_position}
+    assert {s.name: s.position for s in await rt.runner.status(rt.scope.tenant_id)} == at
 
 
 async def test_a_policy_change_applies_to_the_next_read_at_once(background: Runtime) -> None:
@@ -169,3 +173,22 @@ async def test_concurrent_reads_of_one_session_wait_for_the_same_write(
         *(graph_queries.query_knowledge_graph(rt, "voucher", mode="fulltext") for _ in range(4))
     )
     assert all([r.node_id for r in f.results] == ["component:c80"] for f in found)
+
+
+async def test_a_logged_context_graph_is_waited_for_by_its_records_only(
+    background: Runtime,
+) -> None:
+    rt = background
+    (before,) = await positions(rt)
+    token = written.bind(written.Writes())  # other writers' backlog of graph events
+    try:
+        await rt.store.append(rt.scope, "other", [node(i) for i in range(100, 110)])
+    finally:
+        written.unbind(token)
+    request = service.parse_request(anchors=("component:c0",), mode="anchor")
+    graph = await service.build_context_graph(rt, request)
+    # The next call needs the logged graph (its record), not the backlog before it.
+    await service.record_context_usage(rt, graph.context_graph_id, "call-1")
+    at = {s.name: s.position for s in await rt.runner.status(rt.scope.tenant_id)}
+    assert at["kg_nodes"] == at["kg_edges"] == before, "the graph's backlog was not projected"
+    assert at["context_graphs"] > before + 10, "the records were, up to the caller's write"
