@@ -12,6 +12,8 @@ Run: python bench/bench_reads.py [--checkouts . /tmp/base] [--runs 3] [--calls 2
      [--entities 10000] [--relations 15000]
 
 Each checkout migrates its own database, so checkouts with different schemas compare fine.
+``--shared-db URL`` reads one loaded database instead (same schema; no load figure): the read
+figures alone, in minutes.
 """
 
 from __future__ import annotations
@@ -62,27 +64,33 @@ async def worker(
     from kg.memory.importer import import_memory
     from kg.runtime import open_runtime
 
+    shared = os.environ.get("KG_BENCH_SHARED_DB")  # --shared-db: read a loaded database
     name = f"kg_bench_reads_{os.getpid()}"
-    with psycopg.connect(asyncpg_url(server), autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
-    url = with_database(server, name)
+    if shared:
+        url = shared
+    else:
+        with psycopg.connect(asyncpg_url(server), autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
+        url = with_database(server, name)
     try:
-        migrate.upgrade(url)
         env = _env(Path(os.environ["PYTHONPATH"]), url)
         os.environ.update(env)
-        async with open_runtime() as rt:
-            start = time.perf_counter()
-            await import_memory(rt, source, actor="bench")
-            await rt.catch_up()
-            load = time.perf_counter() - start
-            async with rt.system_pool.acquire() as conn:
-                ids = [
-                    r[0]
-                    for r in await conn.fetch(
-                        "SELECT DISTINCT from_node FROM kg_edges WHERE tenant_id = 'bench' "
-                        "ORDER BY 1 LIMIT 2000"
-                    )
-                ]
+        load = 0.0
+        if not shared:
+            migrate.upgrade(url)
+            async with open_runtime() as rt:
+                start = time.perf_counter()
+                await import_memory(rt, source, actor="bench")
+                await rt.catch_up()
+                load = time.perf_counter() - start
+        async with open_runtime() as rt, rt.system_pool.acquire() as conn:
+            ids = [
+                r[0]
+                for r in await conn.fetch(
+                    "SELECT DISTINCT from_node FROM kg_edges WHERE tenant_id = 'bench' "
+                    "ORDER BY 1 LIMIT 2000"
+                )
+            ]
         rng = random.Random(5)
         texts = [" ".join(rng.choice(observations).split()[:2]) for _ in range(calls)]
         anchors = [rng.choice(ids) for _ in range(calls)]
@@ -117,7 +125,8 @@ async def worker(
             **{f"{k}_p95": percentile(v, 95) for k, v in timings.items()},
         }
     finally:
-        drop_database(url)
+        if not shared:
+            drop_database(url)
 
 
 def main() -> None:
@@ -128,6 +137,11 @@ def main() -> None:
     parser.add_argument("--entities", type=int, default=10_000)
     parser.add_argument("--relations", type=int, default=15_000)
     parser.add_argument("--worker", nargs=3, metavar=("SERVER", "SOURCE", "CALLS"))
+    parser.add_argument(
+        "--shared-db",
+        help="read this loaded database (tenant bench, project reads) instead of loading one per "
+        "run: the checkouts must share its schema; load_s is then 0",
+    )
     options = parser.parse_args()
     if options.worker:
         server, source, calls = options.worker
@@ -151,9 +165,12 @@ def main() -> None:
     results: dict[Path, list[dict[str, Any]]] = {c: [] for c in options.checkouts}
     for run in range(options.runs):
         for checkout in options.checkouts:
+            env = _env(checkout.resolve(), server)
+            if options.shared_db:
+                env["KG_BENCH_SHARED_DB"] = options.shared_db
             out = subprocess.run(
                 [sys.executable, __file__, "--worker", server, str(source), str(options.calls)],
-                env=_env(checkout.resolve(), server),
+                env=env,
                 cwd=checkout,
                 capture_output=True,
                 text=True,

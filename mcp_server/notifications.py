@@ -141,16 +141,15 @@ class ResourceWatch:
             found = changes_in(batch)
             if not found.nodes:
                 continue
-            # A client reading the resource now sees the change: the projections that read
-            # these events, up to this batch (not the records' lane a read may be waiting on,
-            # not a backlog beyond it).
-            types = {e.event_type for e in batch}
-            names = [
-                p.name
-                for p in rt.runner.projections
-                if (declared := getattr(p, "event_types", None)) is None or declared & types
-            ]
-            await rt.runner.catch_up(names, tenant_id=rt.scope.tenant_id, until=batch[-1].position)
+            # A client reading the resource now sees the change: each lane of projections
+            # that reads these events, on its own (a lane held for the graph's backlog would
+            # keep a read waiting for its own logged context graph).
+            await asyncio.gather(
+                *(
+                    rt.runner.catch_up(lane, tenant_id=rt.scope.tenant_id)
+                    for lane in _lanes_reading(rt, {e.event_type for e in batch})
+                )
+            )
             try:
                 await self._announce(rt, bus, found, batch[0].position, batch[-1].position)
             except Exception:  # a client gone mid-send must not stop the others' notifications
@@ -189,6 +188,16 @@ async def _readable(rt: Runtime, node_ids: list[str]) -> dict[str, tuple[str, ..
     async with rt.reader().snapshot(catch_up=False) as snap:
         governed = await snap.governed()
         return {s.node_id: s.labels for s in await governed.admitted_subjects(node_ids)}
+
+
+def _lanes_reading(rt: Runtime, types: set[str]) -> list[list[str]]:
+    declared = {p.name: getattr(p, "event_types", None) for p in rt.runner.projections}
+
+    def reads(name: str) -> bool:
+        wanted: frozenset[str] | None = declared[name]
+        return wanted is None or bool(wanted & types)
+
+    return [lane for lane in rt.runner.lanes() if any(reads(name) for name in lane)]
 
 
 async def watching(watch: ResourceWatch, rt: Runtime, bus: SubscriptionBus) -> asyncio.Task[None]:

@@ -77,6 +77,8 @@ Policies may exclude or redact nodes; counts say how many, never what. A policy 
 a tool call to this client: the error names the policy; ask a person to change it."""
 
 _log = logging.getLogger(__name__)
+#: Events per projection batch in a server (see projections_kept_current).
+TAIL_BATCH = 100
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
 
@@ -204,6 +206,9 @@ async def projections_kept_current(rt: Runtime) -> AsyncIterator[None]:
         yield
         return
     stop = asyncio.Event()
+    # Batches of TAIL_BATCH: a batch's Python work runs on the event loop the tool calls share,
+    # and 2,000 events of it kept every read waiting for seconds under 8 writers.
+    rt.runner.batch_size = min(rt.runner.batch_size, TAIL_BATCH)
     task = asyncio.create_task(rt.runner.run(stop))
     task.add_done_callback(_log_failure)
     reader = rt.reader()
