@@ -69,6 +69,14 @@ WAIT_TIMEOUT = 30.0
 #: and what was appended with it, its GOVERNED_BY edges). Rare, so cheap under write load.
 POLICY_EVENTS = ["PolicyDefined", "PolicyChanged", "PolicyRetired"]
 
+# The newest event of one type, by the (tenant_id, event_type, position) index: one type per
+# subquery (with ``event_type = ANY(...)`` the planner read every event of the tenant, 20 ms at
+# 50,000 events).
+_NEWEST = (
+    "coalesce((SELECT max(e.position) FROM kg_events e"
+    " WHERE e.tenant_id = $1 AND e.event_type = '{}'), 0)"
+)
+
 # Where the snapshot stands, in one round trip: the position every projection has reached (0
 # when one has no checkpoint row yet), kg_nodes' own, the log's head, the newest erasure (an
 # erasure re-derives rows before the checkpoints move: cached policies are keyed on it too) and
@@ -78,10 +86,8 @@ SELECT CASE WHEN count(c.name) < coalesce(cardinality($2::text[]), 0) THEN 0
             ELSE coalesce(min(c.position), 0) END AS projected,
        coalesce(max(c.position) FILTER (WHERE c.name = 'kg_nodes'), 0) AS nodes_at,
        {log_head_sql("$1")} AS head,
-       coalesce((SELECT max(e.position) FROM kg_events e
-                  WHERE e.tenant_id = $1 AND e.event_type = 'ContentErased'), 0) AS erased_at,
-       coalesce((SELECT max(e.position) FROM kg_events e
-                  WHERE e.tenant_id = $1 AND e.event_type = ANY($3::text[])), 0) AS policy_at,
+       {_NEWEST.format("ContentErased")} AS erased_at,
+       greatest({", ".join(_NEWEST.format(t) for t in POLICY_EVENTS)}) AS policy_at,
        coalesce(array_agg(c.name), '{{}}') AS names,
        coalesce(array_agg(c.position), '{{}}') AS positions
   FROM projection_checkpoints c
@@ -186,7 +192,7 @@ class Snapshot:
         """Where this snapshot stands in the log (read once, in the snapshot's transaction)."""
         if self._state is None:
             names = self._projections or None  # None: every projection with a checkpoint
-            row = await self.conn.fetchrow(_STATE, self.scope.tenant_id, names, POLICY_EVENTS)
+            row = await self.conn.fetchrow(_STATE, self.scope.tenant_id, names)
             assert row is not None  # an aggregate without GROUP BY: always one row
             self._state = ReadState(
                 int(row["projected"]), int(row["head"]), int(row["nodes_at"]),
