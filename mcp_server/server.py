@@ -208,7 +208,7 @@ async def projections_kept_current(rt: Runtime) -> AsyncIterator[None]:
     stop = asyncio.Event()
     # Batches of TAIL_BATCH: a batch's Python work runs on the event loop the tool calls share,
     # and 2,000 events of it kept every read waiting for seconds under 8 writers.
-    rt.runner.batch_size = min(rt.runner.batch_size, TAIL_BATCH)
+    batch_size, rt.runner.batch_size = rt.runner.batch_size, min(rt.runner.batch_size, TAIL_BATCH)
     task = asyncio.create_task(rt.runner.run(stop))
     task.add_done_callback(_log_failure)
     reader = rt.reader()
@@ -216,7 +216,8 @@ async def projections_kept_current(rt: Runtime) -> AsyncIterator[None]:
     try:
         yield
     finally:
-        reader.background = False
+        reader.background = False  # a runtime the CLI lent is inline again
+        rt.runner.batch_size = batch_size
         stop.set()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(task, timeout=10)
