@@ -46,6 +46,11 @@ TERMS = "array(SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', $4)))"
 # FTS_SCAN_CAP still bounds the read where the table has no statistics yet (every term rare).
 MATCH_ROWS = 1000
 FTS_SCAN_CAP = 2000
+# A task without a distinctive term (even its rarest matches more nodes than the read may take:
+# kg_rarest_term_rows, from the same statistics) has nothing for full text to single out; the
+# read would be a sample, so full text ranks the vector candidates instead (_HYBRID_BROAD,
+# ~8 ms at 100,000 nodes where the capped read costs ~2,000 tsvectors).
+BROAD_ROWS = FTS_SCAN_CAP
 _FTS = f"""
 SELECT node_id, row_number() OVER (ORDER BY rank DESC, node_id) AS r, rank
   FROM (SELECT m.node_id, m.rank
@@ -87,6 +92,30 @@ SELECT n.node_id, n.node_type, n.name, f.fts_rank, f.vec_rank, f.sim, f.score
   JOIN kg_nodes n ON n.tenant_id = $1 AND n.project_id = $2 AND n.node_id = f.node_id
  ORDER BY f.score DESC, n.node_id
 """
+
+# The task's terms OR'ed, for ranking full text among the vector candidates.
+ANY_TERMS = "replace(plainto_tsquery('english', $4)::text, ' & ', ' | ')::tsquery"
+
+# Full-text ranking restricted to the vector candidates: for tasks of common terms (above).
+_HYBRID_BROAD = f"""
+WITH vec AS ({_VEC}), fts AS (
+    SELECT node_id, row_number() OVER (ORDER BY rank DESC, node_id) AS r, rank
+      FROM (SELECT n.node_id, ts_rank_cd(n.tsv, t.q) AS rank
+              FROM vec
+              JOIN kg_nodes n ON n.tenant_id = $1 AND n.project_id = $2
+                             AND n.node_id = vec.node_id,
+                   (SELECT {ANY_TERMS} AS q) t
+             WHERE n.tsv @@ t.q) f
+)
+SELECT n.node_id, n.node_type, n.name, fts.r AS fts_rank, vec.r AS vec_rank, vec.sim,
+       coalesce(1.0 / ({RRF_K} + fts.r), 0) + coalesce(1.0 / ({RRF_K} + vec.r), 0) AS score
+  FROM vec LEFT JOIN fts USING (node_id)
+  JOIN kg_nodes n ON n.tenant_id = $1 AND n.project_id = $2 AND n.node_id = vec.node_id
+ ORDER BY score DESC, n.node_id
+ LIMIT $7
+"""
+
+_RAREST = f"SELECT kg_rarest_term_rows({TERMS.replace('$4', '$1')}, $2)"
 
 _ESTIMATE_SIZE = (
     "EXPLAIN (FORMAT JSON) SELECT 1 FROM kg_nodes WHERE tenant_id = $1 AND project_id = $2"
@@ -193,6 +222,7 @@ async def search_in_transaction(
     limit: int,
     vector: str | None,
     candidates: int,
+    broad_rows: int = BROAD_ROWS,
 ) -> list[SearchHit]:
     """The search query itself, on a connection already inside a transaction (so a context
     build sees the same snapshot for its semantic anchors as for its expansion)."""
@@ -200,7 +230,10 @@ async def search_in_transaction(
     base = (scope.tenant_id, scope.project_id, node_types)
     if mode == "hybrid":
         size = await estimated_size(conn, scope)
-        rows = await conn.fetch(_HYBRID, *base, text, candidates, vector, limit, size)
+        if await conn.fetchval(_RAREST, text, size) > broad_rows:
+            rows = await conn.fetch(_HYBRID_BROAD, *base, text, candidates, vector, limit)
+        else:
+            rows = await conn.fetch(_HYBRID, *base, text, candidates, vector, limit, size)
     elif mode == "fulltext":
         size = await estimated_size(conn, scope)
         rows = await conn.fetch(_FTS_ONLY, *base, text, candidates, limit, size)

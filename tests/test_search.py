@@ -7,6 +7,7 @@ import pytest
 
 from kg.config import Scope
 from kg.embeddings import HashingEmbedder, MiniLMEmbedder
+from kg.embeddings.cache import query_vector
 from kg.errors import ValidationError
 from kg.events import EventStore, NodeAsserted
 from kg.projections import ProjectionContext, ProjectionRunner, default_projections
@@ -156,8 +157,35 @@ async def test_a_task_of_common_words_still_reads_the_node_with_its_rare_one(
             task,
         )
     assert [r["node_id"] for r in rows] == ["section:docs/zz-rollback.md#s"]
+    async with app_pool.acquire() as conn:
+        terms = "array(SELECT lexeme FROM unnest(to_tsvector('english', $1)))"
+        rarest = f"SELECT kg_rarest_term_rows({terms}, 401)"
+        assert await conn.fetchval(rarest, "deploy the service") > 300, "both in every node"
+        assert await conn.fetchval(rarest, task) < 20, "the rollback is in one"
     result = await search(app_pool, scope, task, mode="fulltext")
     assert result.hits[0].node_id == "section:docs/zz-rollback.md#s"
+
+
+async def test_a_task_of_only_common_terms_ranks_full_text_among_the_vector_candidates(
+    store: EventStore, system_pool: asyncpg.Pool, app_pool: asyncpg.Pool, scope: Scope
+) -> None:
+    """When even the task's rarest term matches more nodes than full text may read, the read
+    would be a sample: full text ranks the vector candidates instead."""
+    from kg.search import search_in_transaction
+
+    hashing = HashingEmbedder()
+    await project(store, system_pool, scope, hashing)
+    vector = await query_vector(hashing, "login credentials")
+    async with app_pool.acquire() as conn, conn.transaction():
+        await conn.execute("SELECT set_config('kg.tenant_id', $1, true)", scope.tenant_id)
+        normal = await search_in_transaction(
+            conn, scope, "login credentials", "hybrid", None, 3, vector, 40
+        )
+        broad = await search_in_transaction(
+            conn, scope, "login credentials", "hybrid", None, 3, vector, 40, broad_rows=-1
+        )
+    assert broad[0].node_id == normal[0].node_id == "component:auth"
+    assert broad[0].fulltext_rank == 1, "full text still ranks, among the vector candidates"
 
 
 async def test_fulltext_weighs_a_rare_term_above_common_ones(

@@ -15,7 +15,10 @@ their document frequency from the statistics (their count among the matches alon
 understate it). Without statistics (a table never analysed; a Citus worker, whose shard
 tables have their own names) every term counts as rare and the function reads up to ``p_cap``
 matches, as before. ``SECURITY DEFINER`` lets it read the statistics that ``pg_stats`` hides
-from a role under row-level security.
+from a role under row-level security. ``kg_rarest_term_rows`` gives the search the estimated
+matches of the task's rarest term from the same statistics: a task whose rarest term matches
+more nodes than the read may take has nothing distinctive for full text to find, and the search
+ranks full text among the vector candidates instead (as it did past 5,000 estimated matches).
 
 Revision ID: 0020
 Revises: 0019
@@ -33,6 +36,27 @@ depends_on = None
 
 OLD = "kg_fulltext_bm25(text, text, tsquery, text[], text[], integer, float8)"
 NEW = "kg_fulltext_bm25(text, text, text[], text[], integer, float8, float8)"
+RAREST = "kg_rarest_term_rows(text[], float8)"
+
+_STATS = """
+        SELECT u.lexeme, u.freq
+          FROM pg_stats s,
+               unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs)
+                   AS u(lexeme, freq)
+         WHERE s.schemaname = 'public' AND s.tablename = 'kg_nodes' AND s.attname = 'tsv'
+           AND u.lexeme = ANY (p_terms)
+"""
+
+_RAREST = f"""
+CREATE FUNCTION kg_rarest_term_rows(p_terms text[], p_size float8) RETURNS float8
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, public
+AS $$
+    WITH stats AS ({_STATS})
+    SELECT coalesce(min(coalesce(s.freq, 0) * p_size), 0)
+      FROM unnest(p_terms) AS t(lexeme) LEFT JOIN stats s USING (lexeme)
+$$;
+"""
 
 _SCORE = """
     ), size AS (
@@ -75,13 +99,9 @@ _NEW = (
         "p_size float8, p_match_rows float8"
     )
     + """
-    stats AS (
-        SELECT u.lexeme, u.freq
-          FROM pg_stats s,
-               unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs)
-                   AS u(lexeme, freq)
-         WHERE s.schemaname = 'public' AND s.tablename = 'kg_nodes' AND s.attname = 'tsv'
-           AND u.lexeme = ANY (p_terms)
+    stats AS ("""
+    + _STATS
+    + """
     ), terms AS (
         SELECT t.lexeme, coalesce(s.freq, 0) * p_size AS est
           FROM unnest(p_terms) AS t(lexeme) LEFT JOIN stats s USING (lexeme)
@@ -125,9 +145,12 @@ def upgrade() -> None:
     op.execute(f"DROP FUNCTION {OLD}")
     op.execute(_NEW)
     op.execute(_grant(NEW))
+    op.execute(_RAREST)
+    op.execute(_grant(RAREST))
 
 
 def downgrade() -> None:
+    op.execute(f"DROP FUNCTION {RAREST}")
     op.execute(f"DROP FUNCTION {NEW}")
     op.execute(_OLD)
     op.execute(_grant(OLD))

@@ -17,7 +17,6 @@ import pytest
 from kg.host.idle import watchdog_pid
 from tests.support import kg, wait_for
 
-
 IDLE = 10
 """Seconds the server outlives the last kg here: long enough that the next command of a test
 starts within it on a loaded machine (at 3 s, a parallel run under load saw the server stop
