@@ -80,9 +80,14 @@ async def test_a_save_an_addition_and_a_removal_reach_the_graph(
         )
 
     await eventually(added_and_removed, "the new file is in and the removed one out")
+
     # A pass of its own: the changes came after the save's pass (which may have been the first
-    # pass too, when the save landed while the watcher was starting on a loaded machine).
-    assert len(watching[1]) > passes, "a pass per batch"
+    # pass too, when the save landed while the watcher was starting on a loaded machine). Its
+    # report is listed once the pass returns, just after what it wrote became searchable.
+    async def reported() -> bool:
+        return len(watching[1]) > passes
+
+    await eventually(reported, "a pass per batch")
 
 
 async def test_a_commit_seen_by_the_watcher_records_the_committed_state(
