@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -378,6 +379,19 @@ async def test_a_bulk_load_projects_nodes_and_edges_in_lanes_of_their_own_to_the
     assert [await table_digest(system_pool, t) for t in ("kg_nodes", "kg_edges")] == projected
 
 
+@pytest.fixture
+def nothing_frozen() -> Iterator[None]:
+    """This process as a fresh ``kg ingest`` finds it, nothing frozen: an earlier test in the
+    same worker (an in-process MCP server freezes what start-up loaded) may have frozen
+    objects, which would leave the ingest nothing to do here. Frozen again afterwards."""
+    was = gc.get_freeze_count()
+    gc.unfreeze()
+    yield
+    if was:
+        gc.freeze()
+
+
+@pytest.mark.usefixtures("nothing_frozen")
 async def test_a_large_ingest_freezes_what_survives_each_chunk_until_it_ends(
     runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -404,6 +418,7 @@ async def test_a_large_ingest_freezes_what_survives_each_chunk_until_it_ends(
     assert gc.get_freeze_count() == 0, "a failed ingest hands them back too"
 
 
+@pytest.mark.usefixtures("nothing_frozen")
 async def test_a_process_that_froze_objects_itself_keeps_them_frozen(
     runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
