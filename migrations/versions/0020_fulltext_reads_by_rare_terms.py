@@ -6,7 +6,7 @@ its OR'ed terms matched a large share of a real repository. The function read on
 the search ranked full text only among the vector candidates: on the real dev corpora the
 section holding the task's one distinctive word was often never read (issue 31; without either
 limit gold recall at 800 tokens rose 0.58 -> 0.64 on speckit-deacon and 0.37 -> 0.51 on
-bmad-docvet, bench/RESULTS.md). Now the function reads the planner's statistics of
+bmad-docvet's hashing graph, bench/RESULTS.md). Now the function reads the planner's statistics of
 ``kg_nodes.tsv`` (``pg_stats``: the most common lexemes and their frequencies) and matches on
 the task's terms from the rarest up, while their estimated matches add up to at most
 ``p_match_rows`` (the rarest always). Every node holding a rare term is read, so the search is
