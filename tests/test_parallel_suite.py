@@ -36,6 +36,20 @@ def _pytest(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _suite_in(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """A parallel run (two workers, this suite's conftest) of the tests under ``root``."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "tests.conftest", *args, "-v", "-n", "2",
+         "--rootdir", str(root), "tests"],
+        cwd=root,
+        env={
+            **{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")},
+            "PYTHONPATH": str(ROOT),
+        },
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+
+
 def _templates(server_url: str) -> dict[str, int]:
     with psycopg.connect(asyncpg_url(server_url)) as conn:
         rows = conn.execute(
@@ -73,16 +87,7 @@ def test_plain_n_keeps_a_group_in_one_worker(tmp_path: Path) -> None:
     (tmp_path / "tests/citus").mkdir(parents=True)
     (tmp_path / "tests/citus/test_grouped.py").write_text(PARAMETRISED.format(name="grouped"))
     (tmp_path / "tests/test_free.py").write_text(PARAMETRISED.format(name="free"))
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "tests.conftest", "-p", "no:cacheprovider",
-         "-v", "-n", "2", "--rootdir", str(tmp_path), "tests"],
-        cwd=tmp_path,
-        env={
-            **{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")},
-            "PYTHONPATH": str(ROOT),
-        },
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+    run = _suite_in(tmp_path, "-p", "no:cacheprovider")
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     placed = re.findall(r"\[(gw\d+)\] \[ *\d+%\] PASSED tests/citus/test_grouped", run.stdout)
     assert len(placed) == 6 and len(set(placed)) == 1, run.stdout[-3000:]
@@ -109,16 +114,7 @@ def test_the_longest_tests_start_first_and_each_run_keeps_its_durations(tmp_path
     cache.parent.mkdir(parents=True)
     heavy = {f"tests/test_order.py::test_heavy[{i}]": 100.0 for i in range(3)}
     cache.write_text(json.dumps(heavy | {"tests/test_order.py::test_gone": 5.0}))
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "tests.conftest", "-v", "-n", "2",
-         "--rootdir", str(tmp_path), "tests"],
-        cwd=tmp_path,
-        env={
-            **{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")},
-            "PYTHONPATH": str(ROOT),
-        },
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+    run = _suite_in(tmp_path)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     orders = [f.read_text().split() for f in sorted(tmp_path.glob("order-gw*"))]
     assert len(orders) == 2, orders

@@ -35,6 +35,16 @@ def minilm() -> MiniLMEmbedder:
     return MiniLMEmbedder()
 
 
+async def projected(
+    store: EventStore, system_pool: asyncpg.Pool, scope: Scope, nodes: list[NodeAsserted]
+) -> None:
+    """Append ``nodes`` and project them (hashing embedder)."""
+    await store.append(scope, "s", nodes)
+    await ProjectionRunner(
+        system_pool, default_projections(), ProjectionContext(HashingEmbedder())
+    ).catch_up()
+
+
 async def test_semantic_search_ranks_a_paraphrase_above_an_unrelated_sentence(
     store: EventStore,
     system_pool: asyncpg.Pool,
@@ -140,10 +150,7 @@ async def test_a_task_of_common_words_still_reads_the_node_with_its_rare_one(
         node_id="section:docs/zz-rollback.md#s", node_type="Section", name="Undo",
         content="To deploy the service again after a failure, use the rollback command.",
     )  # fmt: skip
-    await store.append(scope, "s", [*common, rare])
-    await ProjectionRunner(
-        system_pool, default_projections(), ProjectionContext(HashingEmbedder())
-    ).catch_up()
+    await projected(store, system_pool, scope, [*common, rare])
     await system_pool.execute("ANALYZE kg_nodes")
     task = "how do I deploy the service with a rollback"
     async with app_pool.acquire() as conn, conn.transaction():
@@ -204,10 +211,7 @@ async def test_fulltext_weighs_a_rare_term_above_common_ones(
         node_id="section:docs/idempotency.md#keys", node_type="Section", name="Duplicates",
         content="Duplicates are recognised by their idempotency key.",
     )  # fmt: skip
-    await store.append(scope, "s", [*common, rare])
-    await ProjectionRunner(
-        system_pool, default_projections(), ProjectionContext(HashingEmbedder())
-    ).catch_up()
+    await projected(store, system_pool, scope, [*common, rare])
     result = await search(
         app_pool, scope, "does the phone resend the batch with an idempotency key?", mode="fulltext"
     )
