@@ -14,8 +14,11 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from kg.context.fit import (
+    CRUMB_CHARS,
     HEADER_TOKENS,
+    LEAD_NODES,
     MIN_NODE_TOKENS,
+    POINTER_SHARE,
     Meter,
     allowance,
     cannot_fit,
@@ -544,17 +547,22 @@ class ContextBuilder:
         kept: list[_Reached] = []
         grams: list[tuple[str, frozenset[int]]] = []
         copies: dict[str, list[str]] = {}
-        for item in ranked[: req.max_nodes]:
+        candidates = ranked[: req.max_nodes]
+        for index, item in enumerate(candidates):
             room = meter.room()
             if room is not None and room < MIN_NODE_TOKENS:
                 truncated = True
                 break
             readable = not (item.verdict.redacted or item.status)  # never read a redacted text
-            if readable and cannot_fit(item.row, item.reason, room):
+            smallest = meter.past(POINTER_SHARE)  # a pointer, if it comes to that
+            if readable and cannot_fit(item.row, item.reason, room, pointer=smallest):
                 truncated = True
                 continue
             chars = allowance(req.token_budget, req.max_content_chars, len(chosen))
-            node = self._shown(item, chars, query)
+            lead = len(chosen) < LEAD_NODES
+            node = self._shown(item, chars, query, lead=lead)
+            if readable and meter.crowded(node_cost(node), len(candidates) - index, POINTER_SHARE):
+                node = self._shown(item, chars, query, lead=lead, pointer=True)
             if not meter.fits(node_cost(node)):
                 truncated = True
                 smaller = shrink_to_fit(node, item.row, meter, query)
@@ -655,7 +663,9 @@ class ContextBuilder:
         kept.sort(key=lambda e: e.edge_id)
         return kept, len(kept) < len(among)
 
-    def _shown(self, item: _Reached, chars: int, query: list[str]) -> ContextNode:
+    def _shown(
+        self, item: _Reached, chars: int, query: list[str], *, lead: bool, pointer: bool = False
+    ) -> ContextNode:
         return shown_node(
             item.row,
             redacted=item.verdict.redacted,
@@ -666,6 +676,8 @@ class ContextBuilder:
             query=query,
             status=item.status,
             superseded_by=item.replaced_by,
+            crumb_chars=None if lead else CRUMB_CHARS,
+            pointer=pointer,
         )
 
 

@@ -22,7 +22,7 @@ from kg.policies.redaction import REDACTED
 from kg.projections.graph_reader import NodeRow
 
 # Tokens kept for the rendering's section titles and hint line, beyond its first line.
-HEADER_TOKENS = 20
+HEADER_TOKENS = 28
 # A node's excerpt may take this share of the budget (in characters: tokens x 4 / share)...
 EXCERPT_SHARE = 8
 # ...but never less than this, and no excerpt shorter than MIN_EXCERPT is worth showing.
@@ -52,6 +52,18 @@ LEAD_NODES = 1
 # quarter rather than a third: one more node per build at 1,600 tokens, +0.03 gold recall on
 # speckit-deacon there, bench/RESULTS.md issue 31).
 SNIPPET_SHARE = 4
+# Once this share of the budget is spent, and the candidates left would not all fit with their
+# text, each further node is a pointer: its id, where it sits
+# and why it is there, without text (``get_node`` reads it). A snippet node costs ~100 tokens of
+# the structured result, most of them its id and fields rather than its sentence; a pointer
+# about half: so the budget names more of the sections that answer, as a search engine lists
+# more results than it quotes. Gold recall on the four real corpora, 400 / 800 / 1,600 tokens:
+# mean +0.03 / +0.04 / +0.04, none lower; the team's corpora +0.04 / +0.01 / 0 (bench/RESULTS.md,
+# issue 31 session 13).
+POINTER_SHARE = 0.5
+# The heading path a node after the lead shows is cut to this many characters: the document's
+# title and the section's parent, what lies between elided (:func:`kg.breadcrumbs.shortened`).
+CRUMB_CHARS = 60
 
 
 def allowance(token_budget: int | None, max_content_chars: int, position: int = 0) -> int:
@@ -73,9 +85,12 @@ def shown_node(
     query: Sequence[str],
     status: str = "",
     superseded_by: tuple[str, ...] = (),
+    crumb_chars: int | None = None,
+    pointer: bool = False,
 ) -> ContextNode:
     """The node as the agent sees it. Redacted: id and type only (no passage of it is ever
-    read). Superseded: where it sits and what replaces it, no content."""
+    read). Superseded: where it sits and what replaces it, no content. A pointer: where it
+    sits, no content."""
     if redacted:
         shown = REDACTED  # the shape kg.policies.redaction decides
         return ContextNode(
@@ -83,7 +98,7 @@ def shown_node(
             shown.labels, round(score, SCORE_DIGITS), reason, hop, redacted=True,
         )  # fmt: skip
     section = bool(breadcrumb(row.node_id, row.name, row.properties))
-    crumb = headings_above(row.node_id, row.properties)
+    crumb = headings_above(row.node_id, row.properties, crumb_chars)
     hidden = _PLACE_KEYS | {SOURCE_KEY} if section else {SOURCE_KEY}
     properties: Mapping[str, Any] = {
         k: v
@@ -91,7 +106,7 @@ def shown_node(
         if k not in hidden and not _said_already(k, v, row.node_id, row.name)
     }
     labels = row.labels if row.labels != (row.node_type,) else ()
-    if status:
+    if status or pointer:
         text, partial = "", bool(row.content)
     else:
         cut = excerpt(row.content, query, chars)
@@ -160,6 +175,17 @@ class Meter:
             return None
         return self.budget - max(self.text, self.data)
 
+    def past(self, share: float) -> bool:
+        """Whether ``share`` of the budget is spent (never, unbounded)."""
+        return self.budget is not None and max(self.text, self.data) >= share * self.budget
+
+    def crowded(self, cost: tuple[int, int], left: int, share: float) -> bool:
+        """Whether the node costing ``cost`` should be a pointer: ``share`` of the budget is
+        spent and the ``left`` candidates (it included) would not all fit at its cost. A build
+        whose candidates all fit shows them all with their text."""
+        room = self.room()
+        return room is not None and self.past(share) and left * max(cost) > room
+
     def fits(self, cost: tuple[int, int]) -> bool:
         return self.budget is None or (
             self.text + cost[0] <= self.budget and self.data + cost[1] <= self.budget
@@ -170,14 +196,15 @@ class Meter:
         self.data += cost[1]
 
 
-def cannot_fit(row: NodeRow, reason: str, room: int | None) -> bool:
+def cannot_fit(row: NodeRow, reason: str, room: int | None, pointer: bool = False) -> bool:
     """True when not even the smallest form of a node that shows its text (its id, type, name
-    and reason, and the shortest excerpt worth showing) fits ``room``: decided before any
-    excerpt is cut, so a build whose budget is spent does not cut excerpts for every remaining
-    candidate. (Redacted and superseded nodes show other, shorter forms: not for them.)"""
+    and reason, and the shortest excerpt worth showing; a pointer: no excerpt) fits ``room``:
+    decided before any excerpt is cut, so a build whose budget is spent does not cut excerpts
+    for every remaining candidate. (Redacted and superseded nodes show other, shorter forms:
+    not for them.)"""
     if room is None:
         return False
-    text = min(len(row.content.strip()), MIN_EXCERPT)
+    text = 0 if pointer else min(len(row.content.strip()), MIN_EXCERPT)
     return estimate_tokens(row.node_id + row.node_type + row.name + reason) + text // 4 > room
 
 

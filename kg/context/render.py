@@ -8,6 +8,11 @@ from typing import Any
 from kg.context.result import ContextEdge, ContextNode, type_in_id
 
 MORE_HINT = "_… = passages of a longer text: get_node(id) returns all of it._"
+# ...when some nodes are pointers (a further match shown without text, kg.context.fit)
+POINTER_HINT = (
+    "_… = passages of a longer text; a node without text is a further match:"
+    " get_node(id) returns either._"
+)
 
 
 def estimate_tokens(text: str) -> int:
@@ -63,6 +68,8 @@ def render(
     if edges:
         lines.append("## Edges")
         lines.extend(edge_line(e) for e in edges)
-    if any(n.partial for n in nodes):
+    if any(n.partial and not n.content and not n.status for n in nodes):
+        lines.append(POINTER_HINT)
+    elif any(n.partial for n in nodes):
         lines.append(MORE_HINT)
     return "\n".join(lines) + "\n"

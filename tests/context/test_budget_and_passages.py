@@ -182,3 +182,64 @@ def test_a_shown_node_leaves_out_empty_properties_and_what_its_id_says() -> None
     )  # fmt: skip
     shown = shown_node(fn, redacted=False, score=1.0, reason="match #1", hop=0, chars=400, query=[])
     assert shown.properties == {"start_line": 3, "end_line": 9, "signature": "def backoff(n)"}
+
+
+async def test_past_half_the_budget_further_matches_are_pointers_so_more_of_them_fit(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 31: once half the budget is spent and the candidates left would not all fit with
+    their text, each further node is shown without text (its id, heading path and reason):
+    the budget names more of the sections that answer, and says how to read them."""
+    import kg.context.builder as builder
+    from kg.context.render import POINTER_HINT
+
+    events: list[NodeAsserted | EdgeAsserted] = [
+        NodeAsserted(node_id="component:hub", node_type="Component", name="Hub")
+    ]
+    for i in range(40):
+        node_id = f"section:docs/s{i:02}.md#part"
+        events.append(
+            NodeAsserted(node_id=node_id, node_type="Section", name=f"Part {i}",
+                         content=" ".join(f"word{i}x{j}." for j in range(400)))
+        )  # fmt: skip
+        events.append(
+            EdgeAsserted(edge_type="CONTAINS", from_node="component:hub", to_node=node_id)
+        )
+    await runtime.store.append(runtime.scope, "fixture:pointers", events)
+    await runtime.catch_up()
+    request = parse_request(anchors=["component:hub"], token_budget=800)
+
+    graph = await build_context_graph(runtime, request)
+    parts = graph.nodes[1:]  # the hub, a node without content, comes first
+    pointers = [n for n in parts if not n.content]
+    assert pointers and all(n.partial for n in pointers)
+    texts = [bool(n.content) for n in parts]
+    assert texts == sorted(texts, reverse=True), "pointers come after every node with text"
+    assert POINTER_HINT in graph.rendering
+    assert structured_tokens(graph.nodes, graph.edges) <= 800
+    assert estimate_tokens(graph.rendering) <= 800
+
+    monkeypatch.setattr(builder, "POINTER_SHARE", 1.0)  # never a pointer
+    without = await build_context_graph(runtime, request)
+    assert all(n.content for n in without.nodes[1:])
+    assert len(graph.nodes) > len(without.nodes)
+
+
+def test_a_long_heading_path_keeps_the_document_title_and_the_parent() -> None:
+    from kg.breadcrumbs import shortened
+
+    headings = [
+        "docvet - Epic Breakdown: Multi-Style Support & Enrichment Expansion",
+        "Epic 35: Enrichment Depth",
+        "Correctness & Completeness Rules",
+    ]
+    short = shortened(headings, 60)
+    assert len(short) <= 60
+    assert short.startswith("docvet - Epic") and short.endswith("Completeness Rules")
+    assert " > \u2026 > " in short, "the heading between is elided, and says so"
+    assert (
+        shortened(headings[1:], 60)
+        == "Epic 35: Enrichment Depth > Correctness & Completeness Rules"
+    )
+    assert shortened(headings, None) == " > ".join(headings)
+    assert len(shortened(["x" * 100], 60)) <= 60
