@@ -78,7 +78,9 @@ from kg.search import FALLBACK_WARNING
 # 11: copies told apart from the data (a copy gives its rank to its original; no product's
 # folder names), a heading-less long file ranked by its length in passages, "should / can I /
 # is it OK" ask for documents, a shown node without empty properties or what its id says.
-BUILDER_VERSION = 11
+# 12: past half the budget, further matches are pointers (no text) when the rest would not fit
+# with their text; heading paths after the lead cut to 60 characters.
+BUILDER_VERSION = 12
 
 # Each frontier node offers at least this many of its strongest edges per hop (more when the
 # frontier is small), so no single hub (a policy governing thousands of nodes, a document with
