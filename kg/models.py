@@ -295,6 +295,14 @@ class Edge(SQLModel, table=True):
             "to_node",
             postgresql_where=text("edge_type = 'GOVERNED_BY'"),
         ),
+        Index(
+            "kg_edges_supersedes",
+            "tenant_id",
+            "project_id",
+            "to_node",
+            "from_node",
+            postgresql_where=text("edge_type = 'SUPERSEDES'"),
+        ),
     )
 
     tenant_id: str = _tenant()

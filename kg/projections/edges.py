@@ -35,8 +35,8 @@ DELETE FROM kg_edges e USING unnest($1::text[], $2::text[], $3::text[]) AS x(t, 
  WHERE e.tenant_id = x.t AND e.project_id = x.p AND e.edge_id = x.id
 """
 
-# kg_edges' secondary indexes, exactly as the migrations create them (0002, 0005, 0008; a test
-# compares the definitions after a rebuild with the migrations'). Maintaining four B-trees per
+# kg_edges' secondary indexes, exactly as the migrations create them (0002, 0005, 0008, 0021; a test
+# compares the definitions after a rebuild with the migrations'). Maintaining five B-trees per
 # inserted row was most of the database's share of a rebuild; building each once over the whole
 # table is several times cheaper. Only the primary key stays: the upsert's ON CONFLICT needs it.
 BULK_INDEXES = {
@@ -44,6 +44,8 @@ BULK_INDEXES = {
     "(tenant_id, project_id, from_node, to_node) WHERE edge_type = 'GOVERNED_BY'",
     "kg_edges_in": "CREATE INDEX IF NOT EXISTS kg_edges_in ON kg_edges "
     "(tenant_id, project_id, to_node, weight DESC, edge_id) INCLUDE (edge_type, from_node)",
+    "kg_edges_supersedes": "CREATE INDEX IF NOT EXISTS kg_edges_supersedes ON kg_edges "
+    "(tenant_id, project_id, to_node, from_node) WHERE edge_type = 'SUPERSEDES'",
     "kg_edges_out": "CREATE INDEX IF NOT EXISTS kg_edges_out ON kg_edges "
     "(tenant_id, project_id, from_node, weight DESC, edge_id) INCLUDE (edge_type, to_node)",
     "kg_edges_type": "CREATE INDEX IF NOT EXISTS kg_edges_type ON kg_edges "
