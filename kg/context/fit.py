@@ -56,9 +56,9 @@ SNIPPET_SHARE = 4
 # text, each further node is a pointer: its id, where it sits and why it is there, without text
 # (``get_node`` reads it). A snippet node costs ~100 tokens of the structured result, most of
 # them its id and fields rather than its sentence; a pointer about half: so the budget names
-# more of the sections that answer, as a search engine lists more results than it quotes. Gold recall on the four real corpora, 400 / 800 / 1,600 tokens:
-# mean +0.03 / +0.04 / +0.04, none lower; the team's corpora +0.04 / +0.01 / 0 (bench/RESULTS.md,
-# issue 31 session 13).
+# more of the sections that answer, as a search engine lists more results than it quotes.
+# Gold recall on the four real corpora, 400 / 800 / 1,600 tokens: mean +0.03 / +0.04 / +0.04,
+# none lower; the team's corpora +0.04 / +0.01 / 0 (bench/RESULTS.md, issue 31 session 13).
 POINTER_SHARE = 0.5
 # The heading path a node after the lead shows is cut to this many characters: the document's
 # title and the section's parent, what lies between elided (:func:`kg.breadcrumbs.shortened`).
