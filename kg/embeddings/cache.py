@@ -136,10 +136,12 @@ async def ensure_cached(
     texts: Mapping[str, str],
     *,
     on_embedded: Callable[[int], None] | None = None,
+    chunk: int = EMBED_CHUNK,
 ) -> int:
     """Make sure every ``content hash -> text`` in ``texts`` has a cached vector for the
-    provider's model; embed only the missing ones, in chunks of :data:`EMBED_CHUNK` (each
-    reported to ``on_embedded``). Returns how many were embedded."""
+    provider's model; embed only the missing ones, in chunks of ``chunk`` texts (each
+    inserted, and reported to ``on_embedded``, as it comes). Returns how many were
+    embedded."""
     if not texts:
         return 0
     present = await conn.fetch(
@@ -156,18 +158,18 @@ async def ensure_cached(
     embeddings_queued(len(missing))  # what /metrics shows as the embedder queue
     left = len(missing)
     try:
-        for start in range(0, len(missing), EMBED_CHUNK):
-            chunk = missing[start : start + EMBED_CHUNK]
-            vectors = await asyncio.to_thread(provider.embed, [texts[h] for h in chunk])
-            embeddings_queued(-len(chunk))
-            left -= len(chunk)
-            if len(vectors) != len(chunk):
+        for start in range(0, len(missing), chunk):
+            part = missing[start : start + chunk]
+            vectors = await asyncio.to_thread(provider.embed, [texts[h] for h in part])
+            embeddings_queued(-len(part))
+            left -= len(part)
+            if len(vectors) != len(part):
                 raise EmbeddingError(
-                    f"{provider.model_id} returned {len(vectors)} vectors for {len(chunk)} texts"
+                    f"{provider.model_id} returned {len(vectors)} vectors for {len(part)} texts"
                 )
-            await _insert_vectors(conn, provider.model_id, chunk, vectors)
+            await _insert_vectors(conn, provider.model_id, part, vectors)
             if on_embedded is not None:
-                on_embedded(len(chunk))
+                on_embedded(len(part))
     finally:
         embeddings_queued(-left)
     return len(missing)
