@@ -18,8 +18,9 @@ async def print_extras(rt: Runtime) -> None:
     console.print(f"embedder:      {embedder.model_id} (index holds {indexed or 'nothing yet'})")
     if waiting:
         console.print(
-            f"embeddings:    {waiting} node(s) wait for an embedding (the embedder was "
-            "unavailable); `kg sync` or `kg ingest` embeds them once it answers"
+            f"embeddings:    {waiting} node(s) wait for an embedding (an ingest is still "
+            "embedding them or was interrupted, or the embedder was unavailable); the running "
+            "or next `kg ingest` or `kg sync` embeds them"
         )
     if embedder.is_fallback:
         err_console.print(

@@ -24,8 +24,19 @@ _MAX_EMBED_CHARS = 4000
 def embedding_text(name: str, content: str, place: str = "") -> str:
     """What gets embedded for a node: where it sits (a section's file and heading path, which
     ends with its name) or else its name, then the start of its content. The heading path
-    tells the model what a terse section ("Limits", "Errors") is about."""
+    tells the model what a terse section ("Limits", "Errors") is about.
+
+    A long node (one with passages, :func:`passage_texts`) takes its first passage's text:
+    its own vector is then its first passage's, embedded once (the content hash is the same).
+    Embedding the start of its content again, read to the model's 256 word pieces, cost 13-14 %
+    of a real repository's word pieces, and a node's vector distance is the best of its own
+    and its passages' (kg/search.py), which that vector hardly changed (bench/RESULTS.md,
+    issue 34 item 2)."""
     title = place or name
+    if len(content) > PASSAGES_FROM_CHARS:
+        passages = passage_texts(name, content, place)
+        if passages:
+            return passages[0]
     return f"{title}\n\n{content[:_MAX_EMBED_CHARS]}" if content else title
 
 
