@@ -67,6 +67,12 @@ def ingest(
         help="Ingest files that hold what looks like a secret instead of refusing them "
         "(narrower: '# kg:allow-secret' on the line, or .kg-secrets-allow).",
     ),
+    background: bool = typer.Option(
+        False,
+        "--background",
+        help="Return once the graph is ready: a detached process embeds the texts for vector "
+        "search (log in .kg/embed.log; `kg status` counts the nodes that still wait).",
+    ),
 ) -> None:
     """Parse Markdown specs and source code into the graph, appending events only for what
     changed.
@@ -77,6 +83,11 @@ def ingest(
     holding a possible secret (private key, cloud or API token, high-entropy value assigned
     to a secret-looking name) is replaced by a marker before ingesting, with a warning:
     file:line and the rule, never the secret.
+
+    Graph first, vectors after: the graph, full text and anchors are usable as soon as the
+    files are ingested ("graph ready"); then the texts for vector search are embedded with a
+    progress display (Ctrl-C keeps what was done; the next ingest or sync resumes), or by a
+    detached process with --background.
     """
     from kg.cli.progress import shown
     from kg.events import EventMetadata
@@ -100,6 +111,9 @@ def ingest(
                     allow_secrets=allow_secrets,
                     vectors_after=True,
                 )
+            if background:
+                await _embed_in_background(rt, report, _absolute(paths) or [])
+                return policies, report, True
             finished = await _embed_after(rt, report)
             return policies, report, finished
 
@@ -111,6 +125,31 @@ def ingest(
         raise typer.Exit(130)
     if report.failed or report.rejected:
         raise typer.Exit(1)
+
+
+async def _embed_in_background(rt: IngestParts, report: IngestReport, paths: list[Path]) -> None:
+    """Hand what waits for a vector to a detached ``kg ingest`` of the same paths (nothing
+    left to append: it embeds), or leave it to the one already running."""
+    import os
+
+    from kg.config import ensure_state_dir
+    from kg.host.background_embed import start_embedder
+
+    if not report.waiting_embeddings:
+        return
+    state_dir = ensure_state_dir(rt.settings.state_dir)
+    found, started = start_embedder(
+        state_dir, rt.settings.project_root, dict(os.environ), [str(p) for p in paths]
+    )
+    where = "started" if started else "already running"
+    err_console.print(
+        f"graph ready ({report.nodes_asserted} nodes) in {report.seconds:.1f} s; "
+        f"{report.waiting_embeddings} node(s) wait for a vector: the background embedding "
+        f"({where}, pid {found.pid}, log {found.log}) embeds them; `kg status` counts what "
+        "still waits",
+        markup=False,
+        highlight=False,
+    )
 
 
 ANNOUNCE_TEXTS = 100

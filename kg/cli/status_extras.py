@@ -22,6 +22,14 @@ async def print_extras(rt: Runtime) -> None:
             "embedding them or was interrupted, or the embedder was unavailable); the running "
             "or next `kg ingest` or `kg sync` embeds them"
         )
+        from kg.host.background_embed import running_embedder
+
+        found = running_embedder(rt.settings.state_dir)
+        if found is not None:
+            console.print(
+                f"               a background embedding runs (pid {found.pid}, log {found.log})",
+                markup=False,
+            )
     if embedder.is_fallback:
         err_console.print(
             "[bold yellow]WARNING:[/] embeddings come from the hashing FALLBACK (lexical, not "

@@ -209,3 +209,49 @@ def test_kg_ingest_says_the_graph_is_ready_then_embeds(db_url: str, tmp_path: Pa
     again = kg("ingest", "docs", env=env, cwd=tmp_path)
     assert again.returncode == 0 and "graph ready" not in again.stderr
     assert "3 texts embedded" in again.stdout, again.stdout
+
+
+async def test_background_embedding_is_one_detached_process_that_embeds_what_waits(
+    db_url: str, tmp_path: Path
+) -> None:
+    import psutil  # type: ignore[import-untyped]
+
+    from kg.host.background_embed import PID_FILE, running_embedder
+
+    _project(tmp_path, files=60)
+    port = free_port()
+    env = cli_env(
+        db_url,
+        KG_EMBEDDER="openai",
+        KG_EMBEDDER_URL=f"http://127.0.0.1:{port}/v1",
+        KG_EMBEDDER_MODEL="stub-model",
+        KG_EMBEDDER_DIMENSIONS="16",
+    )
+    state = tmp_path / ".kg"
+    scope = Scope("acme", "webshop")
+    with StubServer(port=port, delay=3.0) as slow:
+        first = kg("ingest", "docs", "--background", env=env, cwd=tmp_path)
+        assert first.returncode == 0, first.stdout + first.stderr
+        assert "graph ready (" in first.stderr and "background embedding (started" in first.stderr
+        assert "ingested 60 files: 60 changed" in first.stdout
+        found = running_embedder(state)
+        assert found is not None and (state / PID_FILE).is_file()
+        second = kg("ingest", "docs", "--background", env=env, cwd=tmp_path)
+        assert second.returncode == 0, second.stdout + second.stderr
+        assert f"already running, pid {found.pid}" in second.stderr
+        status = kg("status", env=env, cwd=tmp_path)
+        assert f"a background embedding runs (pid {found.pid}" in status.stdout, status.stdout
+        try:
+            psutil.Process(found.pid).wait(120)
+        finally:
+            if running_embedder(state) is not None:
+                psutil.Process(found.pid).kill()
+        assert slow.requests, "the detached process asked the embedder"
+    conn = await asyncpg.connect(db_url)
+    try:
+        assert await count_waiting(conn, scope) == 0, (state / "embed.log").read_text()
+    finally:
+        await conn.close()
+    log = (state / "embed.log").read_text()
+    assert "60 unchanged" in log and "texts embedded" in log, log
+    assert running_embedder(state) is None and not (state / PID_FILE).exists()
