@@ -1,7 +1,7 @@
 """Where the seconds of a real repository's ingest go (issue 34, items 2 and 4).
 
 One corpus of ``../shared/corpora`` (default ``speckit-deacon``, the issue's ~500-file
-repository) is extracted as a git work tree and ingested whole with ``ingest_paths`` (what
+repository; or ``--generated N``, bench_ingest.py's generated Markdown files) is extracted as a git work tree and ingested whole with ``ingest_paths`` (what
 ``kg ingest .`` runs) into a fresh database of a throwaway embedded server, with the default
 MiniLM embedder. Each phase's wall-clock time is summed where it runs (they overlap: parsing
 runs in worker processes while the main thread appends, and the projections catch up in the
@@ -128,12 +128,29 @@ def phase(name: str) -> Iterator[None]:
         _add(name, time.perf_counter() - start)
 
 
-async def run(corpus: str, mode: str, url: str) -> dict[str, Any]:
+def generated(files: int) -> Path:
+    """``bench_ingest.py``'s generated Markdown corpus of ``files`` files, as a git work tree."""
+    import subprocess
+    import tempfile
+
+    from bench_ingest import generate
+
+    root = Path(tempfile.mkdtemp(prefix="kg-bench-md-"))
+    generate(root, files)
+    git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@localhost"]
+    subprocess.run([*git, "init", "-q"], cwd=root, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=root, check=True)
+    subprocess.run([*git, "commit", "-qm", "generated"], cwd=root, check=True)
+    return root
+
+
+async def run(corpus: str, mode: str, url: str, files: int = 0) -> dict[str, Any]:
     from kg.ingest.service import ingest_paths
     from kg.projections.embedding_backlog import count_waiting
     from kg.runtime import open_runtime
 
-    root = extract(corpus)
+    root = generated(files) if files else extract(corpus)
+    corpus = f"generated-{files}" if files else corpus
     scope = Scope("bench", corpus)
     embedder = CountingEmbedder(provider_from_config())
     settings = Settings(database_url=url, scope=scope, project_root=root)
@@ -157,11 +174,17 @@ async def run(corpus: str, mode: str, url: str) -> dict[str, Any]:
                 scope.tenant_id,
                 scope.project_id,
             )
+        out["seconds by phase to graph ready (overlapping)"] = {
+            k: round(v, 1) for k, v in TIMES.items()
+        }
+        print(json.dumps(out), flush=True)
         if mode == "graph-first":
             from kg.ingest.service import embed_backlog
 
+            ticker = asyncio.create_task(_tick(rt.runner.ctx, start))
             with phase("backlog"):
                 await embed_backlog(rt)
+            ticker.cancel()
         out["files"] = len(report.changed)
         out["events"] = report.events
         out["fully embedded s"] = round(time.perf_counter() - start, 1)
@@ -172,16 +195,34 @@ async def run(corpus: str, mode: str, url: str) -> dict[str, Any]:
     return out
 
 
+async def _tick(ctx: Any, start: float) -> None:
+    """A progress line every 60 s while the backlog is embedded (a long run can be stopped
+    and still say its rate)."""
+    while True:
+        await asyncio.sleep(60)
+        embed = TIMES.get("embed", 0.0)
+        pieces = COUNTS.get("word pieces", 0)
+        rate = pieces / embed if embed else 0.0
+        print(
+            f"  {time.perf_counter() - start:.0f} s: {ctx.embedded} texts embedded, "
+            f"{pieces:,} word pieces in {embed:.0f} s of the embedder ({rate:,.0f}/s)",
+            flush=True,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", default="speckit-deacon")
     parser.add_argument("--mode", choices=("inline", "graph-first"), default="graph-first")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument(
+        "--generated", type=int, default=0, help="bench_ingest.py's generated Markdown files"
+    )
     args = parser.parse_args()
     instrument()
     url = fresh_database()
     try:
-        result = asyncio.run(run(args.corpus, args.mode, url))
+        result = asyncio.run(run(args.corpus, args.mode, url, args.generated))
     finally:
         drop_database(url)
     result["machine"] = machine()
