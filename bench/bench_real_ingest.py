@@ -144,7 +144,9 @@ def generated(files: int) -> Path:
     return root
 
 
-async def run(corpus: str, mode: str, url: str, files: int = 0) -> dict[str, Any]:
+async def run(
+    corpus: str, mode: str, url: str, files: int = 0, sample: float = 0.0
+) -> dict[str, Any]:
     from kg.ingest.service import ingest_paths
     from kg.projections.embedding_backlog import count_waiting
     from kg.runtime import open_runtime
@@ -178,7 +180,9 @@ async def run(corpus: str, mode: str, url: str, files: int = 0) -> dict[str, Any
             k: round(v, 1) for k, v in TIMES.items()
         }
         print(json.dumps(out), flush=True)
-        if mode == "graph-first":
+        if mode == "graph-first" and sample:
+            out.update(await _sample_backlog(rt, scope, embedder, sample))
+        elif mode == "graph-first":
             from kg.ingest.service import embed_backlog
 
             ticker = asyncio.create_task(_tick(rt.runner.ctx, start))
@@ -193,6 +197,44 @@ async def run(corpus: str, mode: str, url: str, files: int = 0) -> dict[str, Any
     out["seconds by phase (overlapping)"] = {k: round(v, 1) for k, v in TIMES.items()}
     out["counts"] = COUNTS
     return out
+
+
+async def _sample_backlog(
+    rt: Any, scope: Scope, embedder: CountingEmbedder, seconds: float
+) -> dict[str, Any]:
+    """Embed the backlog for ``seconds`` only, and estimate the whole from its rate: every
+    waiting text's word pieces are counted first (not timed)."""
+    from kg.ingest.service import embed_backlog
+    from kg.projections.embedding_backlog import texts_of
+
+    texts: dict[str, str] = {}
+    async with rt.system_pool.acquire() as conn:
+        for row in await conn.fetch(
+            "SELECT node_id, name, content, properties::text AS properties FROM kg_nodes "
+            "WHERE tenant_id = $1 AND project_id = $2",
+            scope.tenant_id,
+            scope.project_id,
+        ):
+            texts.update(texts_of(row))
+    tokenizer = embedder.inner._model().tokenizer  # type: ignore[attr-defined]
+    total = sum(min(256, len(tokenizer.encode(t).ids)) for t in texts.values())
+    COUNTS.clear()
+    TIMES.pop("embed", None)
+    start = time.perf_counter()
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(embed_backlog(rt), seconds)
+    wall = time.perf_counter() - start
+    pieces = COUNTS.get("word pieces", 0)
+    rate = pieces / wall if wall else 0.0
+    return {
+        "texts to embed": len(texts),
+        "word pieces to embed": total,
+        "backlog sample s": round(wall, 1),
+        "sample: texts, word pieces": [COUNTS.get("texts", 0), pieces],
+        "sample: seconds inside the embedder": round(TIMES.get("embed", 0.0), 1),
+        "backlog word pieces/s (wall, fill SQL included)": round(rate),
+        "estimated s to embed the rest": round(total / rate) if rate else None,
+    }
 
 
 async def _tick(ctx: Any, start: float) -> None:
@@ -218,11 +260,17 @@ def main() -> None:
     parser.add_argument(
         "--generated", type=int, default=0, help="bench_ingest.py's generated Markdown files"
     )
+    parser.add_argument(
+        "--sample",
+        type=float,
+        default=0.0,
+        help="graph-first: embed the backlog for this many seconds only and extrapolate",
+    )
     args = parser.parse_args()
     instrument()
     url = fresh_database()
     try:
-        result = asyncio.run(run(args.corpus, args.mode, url, args.generated))
+        result = asyncio.run(run(args.corpus, args.mode, url, args.generated, args.sample))
     finally:
         drop_database(url)
     result["machine"] = machine()
