@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import functools
 import json
+import re
 import sys
 import time
 from collections.abc import Iterator
@@ -43,6 +44,7 @@ from kg.embeddings import provider_from_config
 from kg.embeddings.base import EmbeddingProvider
 
 TIMES: dict[str, float] = {}
+_DOCSTRING = re.compile(r'"""(.*?)"""|\'\'\'(.*?)\'\'\'', re.S)
 COUNTS: dict[str, int] = {}
 
 
@@ -208,16 +210,39 @@ async def _sample_backlog(
     from kg.projections.embedding_backlog import texts_of
 
     texts: dict[str, str] = {}
+    kinds: dict[str, str] = {}  # content hash -> node type (code: its symbol kind)
+    signatures: dict[str, str] = {}  # code symbols: signature and docstring only
     async with rt.system_pool.acquire() as conn:
         for row in await conn.fetch(
-            "SELECT node_id, name, content, properties::text AS properties FROM kg_nodes "
-            "WHERE tenant_id = $1 AND project_id = $2",
+            "SELECT node_id, node_type, name, content, properties::text AS properties "
+            "FROM kg_nodes WHERE tenant_id = $1 AND project_id = $2",
             scope.tenant_id,
             scope.project_id,
         ):
-            texts.update(texts_of(row))
+            found = texts_of(row)
+            for h in found:
+                kinds.setdefault(h, row["node_type"])
+            texts.update(found)
+            properties = json.loads(row["properties"] or "{}") or {}
+            if row["node_type"] in ("Function", "Method") and properties.get("signature"):
+                doc = _DOCSTRING.search(row["content"] or "")
+                signatures[row["node_id"]] = "\n\n".join(
+                    [
+                        row["node_id"],
+                        properties["signature"],
+                        *([doc.group(1) or doc.group(2)] if doc else []),
+                    ]
+                )
     tokenizer = embedder.inner._model().tokenizer  # type: ignore[attr-defined]
-    total = sum(min(256, len(tokenizer.encode(t).ids)) for t in texts.values())
+    by_kind: dict[str, list[int]] = {}
+    total = 0
+    for h, t in texts.items():
+        n = min(256, len(tokenizer.encode(t).ids))
+        total += n
+        entry = by_kind.setdefault(kinds[h], [0, 0])
+        entry[0] += 1
+        entry[1] += n
+    signature_pieces = sum(min(256, len(tokenizer.encode(t).ids)) for t in signatures.values())
     COUNTS.clear()
     TIMES.pop("embed", None)
     start = time.perf_counter()
@@ -229,6 +254,11 @@ async def _sample_backlog(
     return {
         "texts to embed": len(texts),
         "word pieces to embed": total,
+        "texts, word pieces by node type": dict(sorted(by_kind.items(), key=lambda kv: -kv[1][1])),
+        "functions and methods as signature + docstring: texts, word pieces": [
+            len(signatures),
+            signature_pieces,
+        ],
         "backlog sample s": round(wall, 1),
         "sample: texts, word pieces": [COUNTS.get("texts", 0), pieces],
         "sample: seconds inside the embedder": round(TIMES.get("embed", 0.0), 1),
