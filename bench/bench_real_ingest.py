@@ -130,6 +130,14 @@ def phase(name: str) -> Iterator[None]:
         _add(name, time.perf_counter() - start)
 
 
+_GENERATED: list[Path] = []
+
+
+def result_root() -> Path:
+    """The generated corpus of this run (removed at the end)."""
+    return _GENERATED[-1] if _GENERATED else Path("/nonexistent")
+
+
 def generated(files: int) -> Path:
     """``bench_ingest.py``'s generated Markdown corpus of ``files`` files, as a git work tree."""
     import subprocess
@@ -138,6 +146,7 @@ def generated(files: int) -> Path:
     from bench_ingest import generate
 
     root = Path(tempfile.mkdtemp(prefix="kg-bench-md-"))
+    _GENERATED.append(root)
     generate(root, files)
     git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@localhost"]
     subprocess.run([*git, "init", "-q"], cwd=root, check=True)
@@ -303,6 +312,10 @@ def main() -> None:
         result = asyncio.run(run(args.corpus, args.mode, url, args.generated, args.sample))
     finally:
         drop_database(url)
+        if args.generated:
+            import shutil
+
+            shutil.rmtree(result_root(), ignore_errors=True)
     result["machine"] = machine()
     text = json.dumps(result, indent=2)
     print(text)
