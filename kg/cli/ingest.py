@@ -8,8 +8,10 @@ here.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -18,6 +20,9 @@ from kg.cli.sync_command import print_problems, print_skipped, print_warnings
 from kg.ingest.files import DEFAULT_MAX_BYTES
 from kg.ingest.report import IngestReport
 from kg.parsed.model import ParseProblem
+
+if TYPE_CHECKING:
+    from kg.ingest.parts import IngestParts
 
 
 def _absolute(paths: Sequence[Path] | None) -> list[Path] | None:
@@ -62,6 +67,12 @@ def ingest(
         help="Ingest files that hold what looks like a secret instead of refusing them "
         "(narrower: '# kg:allow-secret' on the line, or .kg-secrets-allow).",
     ),
+    background: bool = typer.Option(
+        False,
+        "--background",
+        help="Return once the graph is ready: a detached process embeds the texts for vector "
+        "search (log in .kg/embed.log; `kg status` counts the nodes that still wait).",
+    ),
 ) -> None:
     """Parse Markdown specs and source code into the graph, appending events only for what
     changed.
@@ -72,6 +83,11 @@ def ingest(
     holding a possible secret (private key, cloud or API token, high-entropy value assigned
     to a secret-looking name) is replaced by a marker before ingesting, with a warning:
     file:line and the rule, never the secret.
+
+    Graph first, vectors after: the graph, full text and anchors are usable as soon as the
+    files are ingested ("graph ready"); then the texts for vector search are embedded with a
+    progress display (Ctrl-C keeps what was done; the next ingest or sync resumes), or by a
+    detached process with --background.
     """
     from kg.cli.progress import shown
     from kg.events import EventMetadata
@@ -80,9 +96,9 @@ def ingest(
     from kg.host.database import open_runtime
     from kg.ingest.service import ingest_paths
 
-    async def go() -> tuple[PolicySync, IngestReport]:
-        with shown("ingest") as progress:
-            async with open_runtime() as rt:
+    async def go() -> tuple[PolicySync, IngestReport, bool]:
+        async with open_runtime() as rt:
+            with shown("ingest") as progress:
                 policies = await apply_policy_files(rt, EventMetadata(actor="kg ingest"))
                 report = await ingest_paths(
                     rt,
@@ -93,15 +109,92 @@ def ingest(
                     max_bytes=max_file_bytes,
                     progress=progress,
                     allow_secrets=allow_secrets,
+                    vectors_after=True,
                 )
-                return policies, report
+            if background:
+                await _embed_in_background(rt, report, _absolute(paths) or [])
+                return policies, report, True
+            finished = await _embed_after(rt, report)
+            return policies, report, finished
 
-    policies, report = run(go)
+    policies, report, finished = run(go)
     if policies.files or policies.events:
         console.print(policies.summary(), markup=False)
     print_ingest(report)
+    if not finished:
+        raise typer.Exit(130)
     if report.failed or report.rejected:
         raise typer.Exit(1)
+
+
+async def _embed_in_background(rt: IngestParts, report: IngestReport, paths: list[Path]) -> None:
+    """Hand what waits for a vector to a detached ``kg ingest`` of the same paths (nothing
+    left to append: it embeds), or leave it to the one already running."""
+    import os
+
+    from kg.config import ensure_state_dir
+    from kg.host.background_embed import start_embedder
+
+    if not report.waiting_embeddings:
+        return
+    state_dir = ensure_state_dir(rt.settings.state_dir)
+    found, started = start_embedder(
+        state_dir, rt.settings.project_root, dict(os.environ), [str(p) for p in paths]
+    )
+    where = "started" if started else "already running"
+    err_console.print(
+        f"graph ready ({report.nodes_asserted} nodes) in {report.seconds:.1f} s; "
+        f"{report.waiting_embeddings} node(s) wait for a vector: the background embedding "
+        f"({where}, pid {found.pid}, log {found.log}) embeds them; `kg status` counts what "
+        "still waits",
+        markup=False,
+        highlight=False,
+    )
+
+
+ANNOUNCE_TEXTS = 100
+"""From this many texts to embed (a few seconds of MiniLM on two cores), ``kg ingest`` says
+that the graph is ready before it embeds them."""
+
+
+async def _embed_after(rt: IngestParts, report: IngestReport) -> bool:
+    """Graph first, vectors after: say that the graph is usable, then embed what waits with
+    a progress display. Ctrl-C stops the embedding (False): the graph stays usable and the
+    nodes without a vector wait for the next ``kg ingest`` or ``kg sync``."""
+    from kg.cli.progress import shown
+    from kg.ingest.service import embed_backlog
+    from kg.projections.embedding_backlog import texts_waiting
+
+    if not report.waiting_embeddings:
+        return True
+    async with rt.system_pool.acquire() as conn:
+        texts = await texts_waiting(conn, rt.scope)
+    if texts >= ANNOUNCE_TEXTS:
+        err_console.print(
+            f"graph ready ({report.nodes_asserted} nodes) in {report.seconds:.1f} s: full "
+            f"text, anchors and browsing work now; embedding {texts} texts for vector search "
+            "(Ctrl-C stops, the next `kg ingest` or `kg sync` resumes) ...",
+            markup=False,
+            highlight=False,
+        )
+    start, embedded = time.perf_counter(), rt.runner.ctx.embedded
+    try:
+        with shown("embed") as progress:
+            await embed_backlog(rt, report, progress=progress)
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()  # the command goes on: it closes the runtime and reports
+        report.embedded += rt.runner.ctx.embedded - embedded
+        report.seconds += time.perf_counter() - start
+        report.warnings.append(
+            "interrupted while embedding: the graph and its full text are complete; nodes "
+            "without a vector wait (`kg status` counts them, a semantic build says how many) "
+            "and the next `kg ingest` or `kg sync` embeds them"
+        )
+        return False
+    report.seconds += time.perf_counter() - start
+    return True
 
 
 def sync(

@@ -18,9 +18,18 @@ async def print_extras(rt: Runtime) -> None:
     console.print(f"embedder:      {embedder.model_id} (index holds {indexed or 'nothing yet'})")
     if waiting:
         console.print(
-            f"embeddings:    {waiting} node(s) wait for an embedding (the embedder was "
-            "unavailable); `kg sync` or `kg ingest` embeds them once it answers"
+            f"embeddings:    {waiting} node(s) wait for an embedding (an ingest is still "
+            "embedding them or was interrupted, or the embedder was unavailable); the running "
+            "or next `kg ingest` or `kg sync` embeds them"
         )
+        from kg.host.background_embed import running_embedder
+
+        found = running_embedder(rt.settings.state_dir)
+        if found is not None:
+            console.print(
+                f"               a background embedding runs (pid {found.pid}, log {found.log})",
+                markup=False,
+            )
     if embedder.is_fallback:
         err_console.print(
             "[bold yellow]WARNING:[/] embeddings come from the hashing FALLBACK (lexical, not "

@@ -24,8 +24,19 @@ _MAX_EMBED_CHARS = 4000
 def embedding_text(name: str, content: str, place: str = "") -> str:
     """What gets embedded for a node: where it sits (a section's file and heading path, which
     ends with its name) or else its name, then the start of its content. The heading path
-    tells the model what a terse section ("Limits", "Errors") is about."""
+    tells the model what a terse section ("Limits", "Errors") is about.
+
+    A long node (one with passages, :func:`passage_texts`) takes its first passage's text:
+    its own vector is then its first passage's, embedded once (the content hash is the same).
+    Embedding the start of its content again, read to the model's 256 word pieces, cost 13-14 %
+    of a real repository's word pieces, and a node's vector distance is the best of its own
+    and its passages' (kg/search.py), which that vector hardly changed (bench/RESULTS.md,
+    issue 34 item 2)."""
     title = place or name
+    if len(content) > PASSAGES_FROM_CHARS:
+        passages = passage_texts(name, content, place)
+        if passages:
+            return passages[0]
     return f"{title}\n\n{content[:_MAX_EMBED_CHARS]}" if content else title
 
 
@@ -136,10 +147,12 @@ async def ensure_cached(
     texts: Mapping[str, str],
     *,
     on_embedded: Callable[[int], None] | None = None,
+    chunk: int = EMBED_CHUNK,
 ) -> int:
     """Make sure every ``content hash -> text`` in ``texts`` has a cached vector for the
-    provider's model; embed only the missing ones, in chunks of :data:`EMBED_CHUNK` (each
-    reported to ``on_embedded``). Returns how many were embedded."""
+    provider's model; embed only the missing ones, in chunks of ``chunk`` texts (each
+    inserted, and reported to ``on_embedded``, as it comes). Returns how many were
+    embedded."""
     if not texts:
         return 0
     present = await conn.fetch(
@@ -156,18 +169,18 @@ async def ensure_cached(
     embeddings_queued(len(missing))  # what /metrics shows as the embedder queue
     left = len(missing)
     try:
-        for start in range(0, len(missing), EMBED_CHUNK):
-            chunk = missing[start : start + EMBED_CHUNK]
-            vectors = await asyncio.to_thread(provider.embed, [texts[h] for h in chunk])
-            embeddings_queued(-len(chunk))
-            left -= len(chunk)
-            if len(vectors) != len(chunk):
+        for start in range(0, len(missing), chunk):
+            part = missing[start : start + chunk]
+            vectors = await asyncio.to_thread(provider.embed, [texts[h] for h in part])
+            embeddings_queued(-len(part))
+            left -= len(part)
+            if len(vectors) != len(part):
                 raise EmbeddingError(
-                    f"{provider.model_id} returned {len(vectors)} vectors for {len(chunk)} texts"
+                    f"{provider.model_id} returned {len(vectors)} vectors for {len(part)} texts"
                 )
-            await _insert_vectors(conn, provider.model_id, chunk, vectors)
+            await _insert_vectors(conn, provider.model_id, part, vectors)
             if on_embedded is not None:
-                on_embedded(len(chunk))
+                on_embedded(len(part))
     finally:
         embeddings_queued(-left)
     return len(missing)

@@ -42,8 +42,8 @@ class IngestReport:
     calls: CallStats = field(default_factory=CallStats)
     seconds: float = 0.0
     catch_up_seconds: float = 0.0  # of ``seconds``: waiting for projections after appending
-    # Nodes projected without their vector (the embedder was unavailable), and why: a
-    # warning, not a failure (kg.projections.embedding_backlog).
+    # Nodes projected without their vector (graph first, vectors after; or the embedder was
+    # unavailable): a warning when the command ends with some (kg.projections.embedding_backlog).
     waiting_embeddings: int = 0
     warnings: list[str] = field(default_factory=list)
 

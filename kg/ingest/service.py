@@ -31,8 +31,8 @@ from kg.ingest.targets import Targets, is_project_file, resolve_targets
 from kg.ingest.walker import drop_ignored, walk_files
 from kg.languages import SOURCE_SUFFIXES
 from kg.parsed.model import ParseProblem, document_id
-from kg.progress import NO_PROGRESS, Progress
-from kg.projections.embedding_backlog import embed_waiting
+from kg.progress import NO_PROGRESS, TEXTS_EMBEDDED, Progress
+from kg.projections.embedding_backlog import Backlog, count_waiting, embed_waiting, texts_waiting
 
 
 async def ingest_paths(
@@ -48,6 +48,7 @@ async def ingest_paths(
     progress: Progress = NO_PROGRESS,
     notify: Notify | None = None,
     allow_secrets: bool = False,
+    vectors_after: bool = False,
 ) -> IngestReport:
     """Ingest Markdown files and folders (default: the whole project) into the graph.
 
@@ -73,6 +74,14 @@ async def ingest_paths(
     anything is appended and reported as a warning (``file:line``, the rule) unless
     allowlisted or ``allow_secrets``.
 
+    ``vectors_after`` returns as soon as the graph and its full text are usable: the nodes are
+    projected with the vectors the embedding cache already holds, and the others wait for
+    theirs (``report.waiting_embeddings``); :func:`embed_backlog` embeds them. Embedding is
+    most of a large ingest's time with a local model (bench/RESULTS.md, issue 34), and a
+    semantic build meanwhile says how many nodes wait. Otherwise the vectors are computed
+    while projecting, and the call returns with everything embedded (or waiting for an
+    embedder that is unavailable, with a warning).
+
     Raises:
         ValidationError: the project's schema map is malformed.
         ConcurrencyConflictError: other writers kept changing the same files (after retries).
@@ -91,7 +100,7 @@ async def ingest_paths(
         notify=notify,
         allow_secrets=allow_secrets,
     )
-    return await _run(rt, targets, options)
+    return await _run(rt, targets, options, vectors_after=vectors_after)
 
 
 async def _require_ingest(
@@ -104,7 +113,9 @@ async def _require_ingest(
     await require(rt, actor, "ingest_markdown", [document_id(f) for f in files], metadata)
 
 
-async def _run(rt: IngestParts, targets: Targets, options: Options) -> IngestReport:
+async def _run(
+    rt: IngestParts, targets: Targets, options: Options, *, vectors_after: bool = False
+) -> IngestReport:
     start = time.perf_counter()
     schema = await asyncio.to_thread(load_schema_map, rt.settings.project_root)
     if options.metadata.correlation_id is None:
@@ -112,14 +123,46 @@ async def _run(rt: IngestParts, targets: Targets, options: Options) -> IngestRep
         options = dataclasses.replace(options, metadata=meta)
     ctx = rt.runner.ctx
     shown, ctx.progress = ctx.progress, options.progress
+    deferred, ctx.defer_embedding = ctx.defer_embedding, vectors_after
     try:
         report = await Pipeline(rt, schema, targets, options).run()
-        await _embed_waiting(rt, report)
+        if vectors_after:
+            async with rt.system_pool.acquire() as conn:
+                report.waiting_embeddings = await count_waiting(conn, rt.scope)
+        else:
+            await _embed_waiting(rt, report)
     finally:
         ctx.progress = shown
+        ctx.defer_embedding = deferred
     report.problems.sort(key=lambda p: (p.path, p.line, p.message))
     report.seconds = time.perf_counter() - start
     return report
+
+
+async def embed_backlog(
+    rt: IngestParts, report: IngestReport | None = None, *, progress: Progress = NO_PROGRESS
+) -> Backlog:
+    """Embed the project's nodes that wait for a vector (after :func:`ingest_paths` with
+    ``vectors_after``, or an outage), counting the texts on ``progress`` (its total: the
+    distinct texts the projected rows lack). Each chunk's vectors are committed as they come:
+    an interrupted run (Ctrl-C) keeps them, and the next ingest, sync or this call resumes
+    from what still waits. ``report`` (if given) gains the count and any warning."""
+    async with rt.system_pool.acquire() as conn:
+        texts = await texts_waiting(conn, rt.scope)
+    ctx = rt.runner.ctx
+    shown, ctx.progress = ctx.progress, progress
+    if texts:
+        progress.total(TEXTS_EMBEDDED, texts)
+    try:
+        backlog = await embed_waiting(rt.system_pool, ctx, rt.scope)
+    finally:
+        ctx.progress = shown
+    if report is not None:
+        report.embedded += backlog.embedded
+        report.waiting_embeddings = backlog.waiting
+        if (warning := backlog.warning()) is not None:
+            report.warnings.append(warning)
+    return backlog
 
 
 async def _embed_waiting(rt: IngestParts, report: IngestReport | SyncReport) -> None:

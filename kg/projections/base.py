@@ -31,12 +31,17 @@ class ProjectionContext:
 
     ``embedding_problem`` says why the embedder could not be used (unavailable, or not the
     model the index holds): nodes were then projected without their vectors, to be embedded
-    later (:mod:`kg.projections.embedding_backlog`). An outage degrades, it never blocks."""
+    later (:mod:`kg.projections.embedding_backlog`). An outage degrades, it never blocks.
+    ``defer_embedding`` makes every projection do that on purpose (cached vectors are still
+    taken): a large ingest makes the graph usable first and embeds after."""
 
     embedder: EmbeddingProvider
     embedded: int = 0
     progress: Progress = NO_PROGRESS
     embedding_problem: str | None = None
+    #: project nodes without embedding what the cache lacks: they wait, to be embedded after
+    #: the graph is usable (``kg ingest``'s graph first, vectors after; issue 34)
+    defer_embedding: bool = False
     _retry_at: float = 0.0
 
     def note_embedded(self, n: int) -> None:

@@ -120,7 +120,18 @@ async def embed_or_degrade(
     rows are projected all the same, without the vectors that are not cached: full-text search
     and every non-semantic read go on, and the nodes wait for their vectors
     (:mod:`kg.projections.embedding_backlog`). They take only vectors of the model the index
-    holds (None when it holds none yet: no vector at all), never another model's."""
+    holds (None when it holds none yet: no vector at all), never another model's.
+
+    With ``ctx.defer_embedding`` nothing is embedded: the rows take the cached vectors of the
+    configured model and the other nodes wait for theirs (a large ingest embeds them once the
+    graph is usable, :func:`kg.projections.embedding_backlog.embed_waiting`)."""
+    if ctx.defer_embedding and not ctx.embedder_resting():
+        try:
+            await check_index_model(conn, ctx.embedder)
+        except EmbeddingError as error:
+            ctx.note_unavailable(error)
+            return await index_model(conn)
+        return ctx.embedder.model_id
     if not ctx.embedder_resting():
         try:
             await check_index_model(conn, ctx.embedder)

@@ -19,9 +19,10 @@ from kg.projections.embedding_backlog import EmbeddingState
 
 def waiting_warning(waiting: int) -> str:
     return (
-        f"{waiting} node(s) of this project wait for an embedding (the embedder was unavailable "
-        "when they were projected): vector search cannot find them, full text can. The next "
-        "`kg ingest` or `kg sync` embeds them once the embedder answers"
+        f"{waiting} node(s) of this project wait for an embedding (an ingest is still "
+        "embedding them or was interrupted, or the embedder was unavailable): vector search "
+        "cannot find them, full text can. The running or next `kg ingest` or `kg sync` "
+        "embeds them"
     )
 
 

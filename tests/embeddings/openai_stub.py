@@ -13,6 +13,7 @@ import hashlib
 import json
 import random
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -44,6 +45,8 @@ class StubServer:
     dimensions: int = STUB_DIMENSIONS
     requests: list[Recorded] = field(default_factory=list)
     port: int = 0
+    #: seconds each embeddings request takes (a slow model: a test interrupts a long embedding)
+    delay: float = 0.0
 
     def __post_init__(self) -> None:
         self._server = ThreadingHTTPServer(("127.0.0.1", self.port), _handler_for(self))
@@ -70,6 +73,8 @@ def _handler_for(stub: StubServer) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length", "0"))
             body = json.loads(self.rfile.read(length))
             stub.requests.append(Recorded(self.path, self.headers.get("Authorization"), body))
+            if stub.delay:
+                time.sleep(stub.delay)
             if self.path.startswith("/status500/"):
                 self._send(500, b'{"error": "stub failure"}')
             elif self.path.startswith("/garbage/"):

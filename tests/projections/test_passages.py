@@ -77,3 +77,23 @@ async def test_a_rebuild_reproduces_the_passages(
     before = await system_pool.fetchval(digest)
     await runner.rebuild()
     assert before and await system_pool.fetchval(digest) == before
+
+
+async def test_a_long_node_is_embedded_once_its_own_vector_is_its_first_passages(
+    runtime: Runtime, scope: Scope, system_pool: asyncpg.Pool
+) -> None:
+    """The start of a long node was embedded twice, as its own text and as its first passage
+    (12 % of a real repository's word pieces, bench/RESULTS.md issue 34): one text now."""
+    await runtime.store.append(scope, "s", [long_section(f"{FILLER}\n\n{DEEP}")])
+    before = runtime.runner.ctx.embedded
+    await runtime.catch_up()
+    node = await system_pool.fetchrow(
+        "SELECT content_hash, embedding::text AS v FROM kg_nodes WHERE node_id = $1",
+        "section:docs/refunds.md#rules",
+    )
+    rows = await system_pool.fetch(
+        "SELECT ordinal, content_hash, embedding::text AS v FROM kg_passages ORDER BY ordinal"
+    )
+    assert node is not None and len(rows) >= 3
+    assert node["content_hash"] == rows[0]["content_hash"] and node["v"] == rows[0]["v"]
+    assert runtime.runner.ctx.embedded - before == len(rows), "one text per passage, no more"
