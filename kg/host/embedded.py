@@ -20,6 +20,11 @@ from kg.errors import DatabaseUnavailableError
 from kg.host import handles
 
 DATABASE_NAME = "kg"
+TEMPLATE_ENV = "KG_EMBEDDED_TEMPLATE"
+"""A stopped embedded data folder that a project's new data folder starts as a copy of,
+instead of ``initdb`` (the test suite's: one ``kg init`` per machine instead of one per test)."""
+_NOT_COPIED = {"postmaster.pid", "postmaster.opts", "log", handles.STARTS_FILE}
+"""Files of a data folder that belong to the server that last ran there, not to its data."""
 _log = logging.getLogger(__name__)
 
 
@@ -29,6 +34,9 @@ _PRUNE_AT_EXIT: set[Path] = set()
 def _server(pgdata: Path, cleanup_mode: str | None, idle: float = 0.0) -> Any:
     handles.use_runtime_dir(pgdata)
     lock = handles.use_project_lock(pgdata)
+    template = os.environ.get(TEMPLATE_ENV, "").strip()
+    if template and not (pgdata / "PG_VERSION").exists():
+        copy_template(Path(template), pgdata)
     if pgdata.is_dir():
         handles.prune(pgdata)  # before attaching: a dead holder must not count as one
         _clear_killed_postmaster(pgdata)
@@ -43,6 +51,53 @@ def _server(pgdata: Path, cleanup_mode: str | None, idle: float = 0.0) -> Any:
         _PRUNE_AT_EXIT.add(pgdata)
         atexit.register(_prune_quietly, pgdata, idle)
     return server
+
+
+def copy_template(template: Path, pgdata: Path) -> None:
+    """Make ``pgdata`` a copy of the stopped data folder ``template`` (:data:`TEMPLATE_ENV`),
+    under the project's lock, unless another process made it meanwhile.
+
+    A copy is a server of its own: its socket lives in its own folder (the server is started
+    with ``-k`` there), its ``postmaster.pid`` is written when it starts, and nothing it writes
+    reaches the template. Ownership is kept (as root the server runs as another user). A
+    template whose server is running is refused: a copy of live files is not a consistent
+    database.
+    """
+    if not (template / "PG_VERSION").is_file() or (template / "postmaster.pid").exists():
+        raise DatabaseUnavailableError(
+            f"{TEMPLATE_ENV}={template} is not a stopped PostgreSQL data folder (it needs "
+            "PG_VERSION and no postmaster.pid): stop its server (`kg server stop` in its "
+            f"project) or unset {TEMPLATE_ENV}"
+        )
+    with handles.server_lock(pgdata):
+        if (pgdata / "PG_VERSION").exists():
+            return
+        if pgdata.is_dir() and any(pgdata.iterdir()):
+            return  # not ours to replace: the wheel's initdb says what is wrong with it
+        import shutil
+
+        staging = pgdata.with_name(f"{pgdata.name}.{os.getpid()}.copy")
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.copytree(
+            template,
+            staging,
+            symlinks=True,
+            ignore=lambda folder, names: (
+                _NOT_COPIED & set(names) if folder == str(template) else ()
+            ),
+        )
+        if os.geteuid() == 0:  # the server's own user must own its files
+            for source in [template, *template.rglob("*")]:
+                if source.name in _NOT_COPIED and source.parent == template:
+                    continue
+                copied = staging / source.relative_to(template)
+                if copied.exists() or copied.is_symlink():
+                    info = source.lstat()
+                    os.lchown(copied, info.st_uid, info.st_gid)
+        if pgdata.is_dir():
+            pgdata.rmdir()  # empty (checked above)
+        staging.rename(pgdata)
+    _log.info("data folder %s copied from %s", pgdata, template)
 
 
 def _clear_killed_postmaster(pgdata: Path) -> None:
@@ -117,6 +172,8 @@ def start_embedded(
     try:
         mode = "delete" if delete_on_exit else None if keep_running or idle > 0 else "stop"
         server = _server(pgdata, mode, idle)
+    except DatabaseUnavailableError:
+        raise
     except Exception as exc:  # the wheel raises assorted errors; the log says why
         log = pgdata / "log"
         raise DatabaseUnavailableError(

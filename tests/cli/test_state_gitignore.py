@@ -24,7 +24,8 @@ def test_kg_init_on_the_embedded_server_leaves_nothing_of_the_database_to_commit
     git("init", "-q", cwd=repo)
     (repo / "README.md").write_text("# A project\n")
     env = {k: v for k, v in os.environ.items() if k != "KG_DATABASE_URL"}
-    env |= {"KG_EMBEDDER": "hashing", "KG_PROJECT_ROOT": str(repo)}
+    # A user's first `kg init` (initdb included), not a copy of the suite's template.
+    env |= {"KG_EMBEDDER": "hashing", "KG_PROJECT_ROOT": str(repo), "KG_EMBEDDED_TEMPLATE": ""}
 
     out = kg("init", env=env, cwd=repo)
     assert out.returncode == 0, out.stderr

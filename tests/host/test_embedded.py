@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import tempfile
 import warnings
 from collections.abc import Iterator
@@ -12,6 +14,7 @@ import psycopg
 import pytest
 
 from kg.db.urls import asyncpg_url
+from kg.errors import DatabaseUnavailableError
 from kg.host.embedded import (
     _altered_settings_psql,
     altered_settings,
@@ -76,3 +79,62 @@ def test_a_dropped_database_is_created_again(embedded: tuple[Any, str]) -> None:
         assert conn.execute("SELECT current_database()").fetchone() == ("kg_attach",)
     again = start_embedded(Path(server.pgdata).parent, database="kg_attach")
     assert again == url
+
+
+def _files(folder: Path) -> dict[str, tuple[int, int]]:
+    return {
+        str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in folder.rglob("*")
+        if p.is_file()
+    }
+
+
+def test_a_new_project_starts_as_a_copy_of_the_template_and_is_a_server_of_its_own() -> None:
+    """KG_EMBEDDED_TEMPLATE (the suite's: a stopped folder after a first `kg init`): each new
+    data folder is a copy, its `kg` database already migrated, its server on its own socket,
+    and nothing written there reaches the template or the other copy."""
+    from kg.host.embedded import TEMPLATE_ENV
+    from kg.host.handles import wheel
+
+    template = Path(os.environ[TEMPLATE_ENV])  # set for the session by tests/conftest.py
+    before = _files(template)
+    roots = [Path(tempfile.mkdtemp(prefix="kg-test-copy-")) for _ in range(2)]
+    servers = []
+    try:
+        urls = [start_embedded(root / ".kg", delete_on_exit=True) for root in roots]
+        servers = [wheel().get_server(root / ".kg" / "pgdata") for root in roots]
+        assert len({s.get_pid() for s in servers}) == 2
+        assert urls[0] != urls[1]  # each its own socket folder
+        for root, server in zip(roots, servers, strict=True):
+            # the copy's server log is its own, not the template's
+            assert "kg-tpl-" not in (root / ".kg" / "pgdata" / "log").read_text()
+            assert Path(server.pgdata) == (root / ".kg" / "pgdata").resolve()
+        with psycopg.connect(asyncpg_url(urls[0]), autocommit=True) as conn:
+            # migrated in the template, not here: no alembic ran in this process
+            assert conn.execute("SELECT version_num FROM alembic_version").fetchone()
+            conn.execute("CREATE TABLE only_in_the_first (x int)")
+        with psycopg.connect(asyncpg_url(urls[1])) as conn:
+            found = conn.execute("SELECT to_regclass('only_in_the_first')").fetchone()
+            assert found == (None,)
+    finally:
+        for server in servers:
+            server.cleanup()
+        for root in roots:
+            shutil.rmtree(root, ignore_errors=True)
+    assert _files(template) == before, "a copy's server wrote into the template"
+
+
+def test_a_template_whose_server_runs_is_refused_naming_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    live = tmp_path / "live"
+    live.mkdir()
+    (live / "PG_VERSION").write_text("18\n")
+    (live / "postmaster.pid").write_text("12345\n")
+    monkeypatch.setenv("KG_EMBEDDED_TEMPLATE", str(live))
+    project = tmp_path / "project"
+    with pytest.raises(DatabaseUnavailableError) as caught:
+        start_embedded(project / ".kg")
+    assert "KG_EMBEDDED_TEMPLATE" in str(caught.value)
+    assert "stop its server" in str(caught.value)
+    assert not (project / ".kg" / "pgdata" / "PG_VERSION").exists()
