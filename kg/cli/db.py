@@ -14,11 +14,15 @@ def _migrate(revision: str, down: bool = False) -> str:
     settings = Settings.from_env()
 
     async def go() -> str:
-        from kg.db import migrate  # Alembic costs ~0.5 s to import: only where it is used
         from kg.db.connect import describe_database
+        from kg.db.revision import head_revision, is_at_head
         from kg.host.database import database_url
 
         url = database_url(settings)
+        if not down and revision in ("head", head_revision()) and await is_at_head(url):
+            return describe_database(settings, url)  # nothing to run: no Alembic
+        from kg.db import migrate  # Alembic costs ~0.5 s to import: only where it is used
+
         if down:
             migrate.downgrade(url, revision)
         else:

@@ -45,3 +45,23 @@ async def current_revision(pool: asyncpg.Pool) -> str | None:
     except asyncpg.UndefinedTableError:
         return None
     return str(value) if value is not None else None
+
+
+async def is_at_head(url: str) -> bool:
+    """Whether the database at ``url`` is already at :func:`head_revision` (one query, no
+    Alembic): ``kg init`` and ``kg db upgrade`` on an up-to-date database, the everyday case,
+    then skip Alembic's ~1 s of imports and start-up. False when it cannot tell (unreachable,
+    no schema yet): the caller runs Alembic, which says what is wrong."""
+    from kg.db.urls import asyncpg_url
+
+    try:
+        conn = await asyncpg.connect(asyncpg_url(url), timeout=10)
+    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError):
+        return False
+    try:
+        value = await conn.fetchval("SELECT version_num FROM alembic_version")
+    except asyncpg.PostgresError:
+        return False
+    finally:
+        await conn.close()
+    return value is not None and str(value) == head_revision()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -121,3 +123,36 @@ async def test_decision_and_lineage_commands(
     assert f"context_graph:{graph_id}" in out.stdout and '"CONTAINED"' in out.stdout
     bad = kg("decision", "record", "x", "--ref", "adr:9999", env=env, cwd=tmp_path)
     assert bad.returncode == 1 and "adr:9999 not found" in bad.stderr
+
+
+def _init_importing(env: dict[str, str], cwd: Path) -> tuple[str, set[str]]:
+    """``kg init``'s output and the modules it imported (``python -X importtime``)."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "kg.cli", "init"],
+        env=env, cwd=cwd, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    imported = {
+        line.rsplit("|", 1)[1].strip()
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+    return done.stdout, imported
+
+
+def test_init_on_a_database_already_at_head_runs_no_alembic(
+    empty_db_url: str, tmp_path: Path
+) -> None:
+    """A new database is migrated by Alembic; `kg init` (or `kg db upgrade`) again finds it at
+    head with one query and neither imports nor runs Alembic (~1 s of every re-init)."""
+    env = {**os.environ, "KG_DATABASE_URL": empty_db_url, "KG_PROJECT_ROOT": str(tmp_path)}
+    first, imported = _init_importing(env, tmp_path)
+    assert f"schema at {head_revision()}" in first
+    assert "alembic" in imported
+    again, imported = _init_importing(env, tmp_path)
+    assert f"schema at {head_revision()}" in again
+    assert again.split(",")[0] == first.split(",")[0], "the same database is named"
+    assert not {m for m in imported if m.split(".")[0] in ("alembic", "sqlalchemy")}
+    status = kg("status", env=env, cwd=tmp_path)
+    assert status.returncode == 0, status.stderr
+    assert f"schema:        {head_revision()} (head)" in status.stdout
