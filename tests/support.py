@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -23,13 +24,60 @@ def cli_env(db_url: str, **extra: str) -> dict[str, str]:
     }
 
 
+HERE = Path(__file__).resolve().parent
+_host: dict[str, Any] = {}
+"""This process's warm command host (:mod:`tests.command_host`): its folder and process."""
+
+
+def command_host() -> str | None:
+    """The folder of this pytest process's warm ``kg`` interpreter, started on first use and
+    stopped with the process; None when it cannot start (``kg`` then starts cold) or when
+    ``KG_TEST_HOST`` is set empty (every ``kg`` of the run starts cold)."""
+    if os.environ.get("KG_TEST_HOST") == "":
+        return None
+    if "state" not in _host:
+        import atexit
+        import shutil
+        import tempfile
+
+        # Short, private: the socket's path must fit in a Unix socket address.
+        state = Path(tempfile.mkdtemp(prefix="kg-th-"))
+        env = {k: v for k, v in os.environ.items() if k != "KG_DATABASE_URL"}
+        env["KG_EMBEDDER"] = "hashing"  # no MiniLM load in the host; a command loads its own
+        proc = subprocess.Popen(
+            [sys.executable, str(HERE / "command_host.py"), str(state), str(os.getpid())],
+            env=env, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+        )  # fmt: skip
+        ready = proc.stdout.readline() if proc.stdout else ""
+        _host.update(state=state if ready.strip() == "ready" else None, proc=proc)
+
+        def stop() -> None:
+            proc.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(10)
+            shutil.rmtree(state, ignore_errors=True)
+
+        atexit.register(stop)
+    state = _host["state"]
+    return None if state is None else str(state)
+
+
 def kg(
     *args: str, env: dict[str, str], cwd: Path, timeout: int = 300
 ) -> subprocess.CompletedProcess[str]:
-    """``kg ARGS...`` as a real subprocess (wide terminal, so tables are not wrapped)."""
+    """``kg ARGS...`` in a process of its own (wide terminal, so tables are not wrapped).
+
+    Run as the warm host runs a user's command on the embedded server (kg's default there): a
+    child forked from this process's warm interpreter (:func:`command_host`), which takes the
+    process's descriptors, environment and folder, so a command does not pay ~0.5 s of imports
+    first. The commands the product's host never takes (``kg mcp``, ``server``, ``watch``), and
+    every command of a test that turns the product's host on (``KG_RESIDENT``), start cold, as
+    do the tests that run ``python -m kg.cli`` themselves."""
+    host = command_host()
     return subprocess.run(
-        [sys.executable, "-m", "kg.cli", *args],
-        env={**env, "COLUMNS": "200"},  # also over a COLUMNS inherited (80 in an xdist worker)
+        [sys.executable, str(HERE / "kg_client.py"), *args],
+        # COLUMNS also over an inherited one (80 in an xdist worker)
+        env={**env, "COLUMNS": "200", **({"KG_TEST_HOST": host} if host else {})},
         cwd=cwd,
         capture_output=True,
         text=True,

@@ -170,6 +170,16 @@ def run_in_host(argv: list[str], entry: str = "kg") -> int | None:
         return None
     root = os.environ.get("KG_PROJECT_ROOT")
     state_dir = (Path(root) if root else find_project_root()) / STATE_DIR_NAME
+    return send_to_host(state_dir, argv, entry)
+
+
+def send_to_host(
+    state_dir: Path, argv: list[str], entry: str = "kg", timeout: float | None = None
+) -> int | None:
+    """Run ``argv`` in the host listening for ``state_dir`` and return its exit status, or None
+    when there is none or it could not take the command (see :func:`run_in_host`); ``timeout``:
+    seconds it has to take the command (default :func:`answer_timeout`)."""
+    wait = answer_timeout() if timeout is None else timeout
     path = socket_path(state_dir)
     if not path.exists():
         return None
@@ -190,7 +200,7 @@ def run_in_host(argv: list[str], entry: str = "kg") -> int | None:
     ).encode()
     try:
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        conn.settimeout(answer_timeout())  # a stopped or stuck host must not hang the command
+        conn.settimeout(wait)  # a stopped or stuck host must not hang the command
         conn.connect(os.fspath(path))
         problem = peer_problem(conn)
         if problem is not None:
@@ -207,7 +217,7 @@ def run_in_host(argv: list[str], entry: str = "kg") -> int | None:
         kind, pid = _read_status(conn)
     except TimeoutError:
         conn.close()  # the host sees it gone and does not run the command (resident_host)
-        _distrust(path, f"it did not answer within {answer_timeout():g} s ({TIMEOUT_ENV})")
+        _distrust(path, f"it did not answer within {wait:g} s ({TIMEOUT_ENV})")
         return None
     except OSError:
         return None  # no host, or a descriptor that cannot be passed: run it here
