@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 
 if __name__ == "__main__":
     sys.path.pop(0)  # tests/ itself: its folders (mcp, events, ...) would shadow packages
@@ -25,7 +26,10 @@ if __name__ == "__main__":
 
     state_dir, parent = Path(sys.argv[1]), int(sys.argv[2])
     host = command_host(state_dir)
-    if not host.open():
+    with warnings.catch_warnings():  # the wheel's import warns; the commands keep the filters
+        warnings.simplefilter("ignore")
+        opened = host.open()
+    if not opened:
         sys.exit(f"the suite's command host could not listen in {state_dir}")
     print("ready", flush=True)
     try:

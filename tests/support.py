@@ -44,10 +44,11 @@ def command_host() -> str | None:
         state = Path(tempfile.mkdtemp(prefix="kg-th-"))
         env = {k: v for k, v in os.environ.items() if k != "KG_DATABASE_URL"}
         env["KG_EMBEDDER"] = "hashing"  # no MiniLM load in the host; a command loads its own
-        proc = subprocess.Popen(
-            [sys.executable, str(HERE / "command_host.py"), str(state), str(os.getpid())],
-            env=env, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-        )  # fmt: skip
+        with (state / "host.log").open("w") as log:
+            proc = subprocess.Popen(
+                [sys.executable, str(HERE / "command_host.py"), str(state), str(os.getpid())],
+                env=env, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, stderr=log, text=True,
+            )  # fmt: skip
         ready = proc.stdout.readline() if proc.stdout else ""
         _host.update(state=state if ready.strip() == "ready" else None, proc=proc)
 
