@@ -83,7 +83,13 @@ async def build_with_rules(
             request.token_budget, governance,
         )  # fmt: skip
         kept = {d.node_id for d in still}
+        reserved = extra
         musts = [d for d in musts if d.node_id in kept]
+        if not musts:  # the smaller graph's files call for other MUSTs: those the room holds
+            for d in still:
+                if rules.tokens([*musts, d]) > reserved:
+                    break
+                musts.append(d)
         if not musts:
             return replace(graph, budget=replace(graph.budget, token_budget=request.token_budget))
         extra = rules.tokens(musts)
