@@ -109,11 +109,9 @@ async def test_get_node_keeps_policies(runtime: Runtime) -> None:
     assert card.redacted and "CARD-CONTENT" not in card.model_dump_json()
 
 
-async def test_the_default_budget_bounds_rendering_and_structured_result(
-    runtime: Runtime,
-) -> None:
-    """Forty long sections around one anchor: every build stays within its budget in both
-    forms, and a bigger budget brings more nodes."""
+@pytest.fixture
+async def hub(runtime: Runtime) -> Runtime:
+    """Forty long sections contained by one hub component."""
     events: list[NodeAsserted | EdgeAsserted] = [
         NodeAsserted(node_id="component:hub", node_type="Component", name="Hub")
     ]
@@ -128,11 +126,16 @@ async def test_the_default_budget_bounds_rendering_and_structured_result(
         )
     await runtime.store.append(runtime.scope, "fixture:long", events)
     await runtime.catch_up()
+    return runtime
 
+
+async def test_the_default_budget_bounds_rendering_and_structured_result(hub: Runtime) -> None:
+    """Forty long sections around one anchor: every build stays within its budget in both
+    forms, and a bigger budget brings more nodes."""
     sizes = {}
     for budget in (None, 870, 1600):
         request = parse_request(anchors=["component:hub"], token_budget=budget)
-        graph = await build_context_graph(runtime, request)
+        graph = await build_context_graph(hub, request)
         limit = budget or DEFAULT_TOKEN_BUDGET
         assert graph.budget.token_budget == limit and graph.budget.truncated
         assert estimate_tokens(graph.rendering) <= limit
@@ -185,7 +188,7 @@ def test_a_shown_node_leaves_out_empty_properties_and_what_its_id_says() -> None
 
 
 async def test_past_half_the_budget_further_matches_are_pointers_so_more_of_them_fit(
-    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+    hub: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 31: once half the budget is spent and the candidates left would not all fit with
     their text, each further node is shown without text (its id, heading path and reason):
@@ -193,23 +196,9 @@ async def test_past_half_the_budget_further_matches_are_pointers_so_more_of_them
     import kg.context.builder as builder
     from kg.context.render import POINTER_HINT
 
-    events: list[NodeAsserted | EdgeAsserted] = [
-        NodeAsserted(node_id="component:hub", node_type="Component", name="Hub")
-    ]
-    for i in range(40):
-        node_id = f"section:docs/s{i:02}.md#part"
-        events.append(
-            NodeAsserted(node_id=node_id, node_type="Section", name=f"Part {i}",
-                         content=" ".join(f"word{i}x{j}." for j in range(400)))
-        )  # fmt: skip
-        events.append(
-            EdgeAsserted(edge_type="CONTAINS", from_node="component:hub", to_node=node_id)
-        )
-    await runtime.store.append(runtime.scope, "fixture:pointers", events)
-    await runtime.catch_up()
     request = parse_request(anchors=["component:hub"], token_budget=800)
 
-    graph = await build_context_graph(runtime, request)
+    graph = await build_context_graph(hub, request)
     parts = graph.nodes[1:]  # the hub, a node without content, comes first
     pointers = [n for n in parts if not n.content]
     assert pointers and all(n.partial for n in pointers)
@@ -220,7 +209,7 @@ async def test_past_half_the_budget_further_matches_are_pointers_so_more_of_them
     assert estimate_tokens(graph.rendering) <= 800
 
     monkeypatch.setattr(builder, "POINTER_SHARE", 1.0)  # never a pointer
-    without = await build_context_graph(runtime, request)
+    without = await build_context_graph(hub, request)
     assert all(n.content for n in without.nodes[1:])
     assert len(graph.nodes) > len(without.nodes)
 
