@@ -135,6 +135,17 @@ def _ingest_process(env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
     )
 
 
+def _stub_env(db_url: str, port: int) -> dict[str, str]:
+    """A ``kg`` environment whose embedder is the stub HTTP server on ``port``."""
+    return cli_env(
+        db_url,
+        KG_EMBEDDER="openai",
+        KG_EMBEDDER_URL=f"http://127.0.0.1:{port}/v1",
+        KG_EMBEDDER_MODEL="stub-model",
+        KG_EMBEDDER_DIMENSIONS="16",
+    )
+
+
 def _wait_for_requests(stub: StubServer, proc: subprocess.Popen[str], count: int) -> None:
     deadline = time.monotonic() + 120
     while len(stub.requests) < count and time.monotonic() < deadline and proc.poll() is None:
@@ -147,13 +158,7 @@ async def test_ctrl_c_while_embedding_keeps_the_graph_and_the_next_ingest_resume
 ) -> None:
     _project(tmp_path, files=60)
     port = free_port()
-    env = cli_env(
-        db_url,
-        KG_EMBEDDER="openai",
-        KG_EMBEDDER_URL=f"http://127.0.0.1:{port}/v1",
-        KG_EMBEDDER_MODEL="stub-model",
-        KG_EMBEDDER_DIMENSIONS="16",
-    )
+    env = _stub_env(db_url, port)
     with StubServer(port=port, delay=1.0) as slow:
         proc = _ingest_process(env, tmp_path)
         _wait_for_requests(slow, proc, 2)
@@ -220,13 +225,7 @@ async def test_background_embedding_is_one_detached_process_that_embeds_what_wai
 
     _project(tmp_path, files=60)
     port = free_port()
-    env = cli_env(
-        db_url,
-        KG_EMBEDDER="openai",
-        KG_EMBEDDER_URL=f"http://127.0.0.1:{port}/v1",
-        KG_EMBEDDER_MODEL="stub-model",
-        KG_EMBEDDER_DIMENSIONS="16",
-    )
+    env = _stub_env(db_url, port)
     state = tmp_path / ".kg"
     scope = Scope("acme", "webshop")
     with StubServer(port=port, delay=3.0) as slow:
